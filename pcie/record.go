@@ -1,0 +1,80 @@
+package pcie
+
+// Record holds what was read for one PCI function before the tree is built: the raw
+// configuration space and the parsed sysfs attributes of /sys/bus/pci/devices/<bdf>.
+// Optional attributes are nil when the file is absent or says "Unknown".
+type Record struct {
+	Address Address
+	// Path is the device's directory below /sys/devices, links resolved, for example
+	// "pci0000:00/0000:00:01.0/0000:01:00.0". Its first element names the host bridge
+	// and the elements between it and the last are the upstream bridges.
+	Path string
+
+	Vendor, Device       uint16 // vendor, device
+	SubVendor, SubDevice uint16 // subsystem_vendor, subsystem_device
+	Class                uint32 // class: base<<16 | sub<<8 | prog-if
+	Revision             uint8  // revision
+
+	// Config is the config file as read: 4096 (PCIe) or 256 bytes for root, 64 bytes
+	// for an unprivileged reader, nil when unreadable.
+	Config []byte
+
+	Driver       string // base name of the driver link, "" when unbound
+	NUMANode     *int   // numa_node; -1 means the firmware gave none
+	IOMMUGroup   *int   // iommu_group link target's number
+	LocalCPUList string // local_cpulist, e.g. "0-31"
+
+	CurrentLink Link // current_link_speed, current_link_width
+	MaxLink     Link // max_link_speed, max_link_width
+
+	Resources []Resource // resource, one per line (BARs, ROM, bridge windows)
+
+	PhysFn  *Address  // physfn link target (this function is a VF)
+	VirtFns []Address // virtfnN link targets, in N order
+	SRIOV   *SRIOVCounts
+
+	P2PMem *P2PMem // p2pmem/ group, nil when absent
+
+	// Extra records names sysfs links to this function: network interfaces (net/*),
+	// RDMA devices (infiniband/*), NVMe controllers (nvme/*), DRM cards.
+	NetDevs  []string
+	RDMADevs []string
+	NVMeDevs []string
+
+	// Err is the first error met while reading this function; the record is still
+	// kept with whatever was read.
+	Err error
+}
+
+// LinkSpeed is a PCIe link generation: 1 = 2.5 GT/s, 2 = 5 GT/s, 3 = 8 GT/s,
+// 4 = 16 GT/s, 5 = 32 GT/s, 6 = 64 GT/s, 7 = 128 GT/s. Zero means unknown.
+type LinkSpeed uint8
+
+// Link is a link's speed and width. Zero values mean unknown.
+type Link struct {
+	Speed LinkSpeed
+	Width int // lanes
+}
+
+// Resource is one line of the sysfs resource file (start, end, flags).
+type Resource struct {
+	Index int
+	Start uint64
+	End   uint64
+	Flags uint64
+}
+
+// SRIOVCounts are the sriov_totalvfs and sriov_numvfs attributes of a PF.
+type SRIOVCounts struct {
+	TotalVFs int
+	NumVFs   int
+}
+
+// P2PMem is the p2pmem/ attribute group of a P2PDMA provider
+// (Documentation/ABI/testing/sysfs-bus-pci).
+type P2PMem struct {
+	Size      uint64 // p2pmem/size
+	Available uint64 // p2pmem/available
+	Published bool   // p2pmem/published
+	Allocate  bool   // p2pmem/allocate exists (Linux 6.2+)
+}
