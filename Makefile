@@ -1,0 +1,61 @@
+# p2pkit — build, run and test.
+#
+#   make run    build p2pcheck and run it on this machine (the PCIe tree, then the node report)
+#   make test   everything a fresh machine needs for the unit tier: vet, race tests, ISA variants
+#
+# Variables: GO (the go command), ARGS (extra p2pcheck arguments for `make run`).
+
+GO        ?= go
+BIN       ?= bin
+ARGS      ?=
+STATICCHECK_VERSION ?= v0.8.2
+FUZZTIME  ?= 10s
+
+.PHONY: all build run test test-unit test-isa test-vm fuzz-smoke bench lint clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/p2pcheck ./cmd/p2pcheck
+	$(GO) build -trimpath -o $(BIN)/gdrbench ./cmd/gdrbench
+
+run: build
+	$(BIN)/p2pcheck topo $(ARGS)
+	@echo
+	@$(BIN)/p2pcheck $(ARGS); rc=$$?; echo "p2pcheck exit code: $$rc (0 ready, 1 a check failed, 2 warnings with --fail-on=warn, 3 could not evaluate)"
+
+test: test-unit test-isa
+
+test-unit:
+	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) build ./...
+	GOOS=darwin CGO_ENABLED=0 $(GO) build ./...
+	$(GO) test -race -count=1 ./...
+
+# The copy kernels again with every dispatch path: pure Go, and AVX2 switched off.
+test-isa:
+	$(GO) test -count=1 -tags purego ./gdrcopy/...
+	GODEBUG=cpu.avx2=off,cpu.avx512f=off $(GO) test -count=1 ./gdrcopy/...
+
+# The kernel-in-the-loop tier: boots real kernels under QEMU (see README).
+test-vm:
+	$(GO) test -count=1 -tags vmtest -timeout 80m -v -run TestTopologies ./internal/vmtest/ 2>&1 | tee vmtest.log | grep -E '^(vmtest|--- |=== RUN|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
+
+fuzz-smoke:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./pcie/ ./sysfs/ ./p2pdma/
+	$(GO) test -run '^$$' -bench . -benchtime 200ms -count 3 ./gdrcopy/internal/wccopy/
+
+lint:
+	$(GO) vet ./...
+	test -z "$$(gofmt -l .)"
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+clean:
+	rm -rf $(BIN) vmtest.log
