@@ -1,0 +1,182 @@
+package sysfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+)
+
+// Read limits. Pseudo-files report sizes that mean nothing (0 or 4096), so nothing is
+// sized from a stat: every read is bounded by one of these and a file that is longer
+// is an error, not silently truncated.
+const (
+	// attrLimit bounds a sysfs attribute: a show() routine fills at most one page
+	// (fs/sysfs/file.c sysfs_kf_seq_show, PAGE_SIZE).
+	attrLimit = 4096
+	// configLimit is the size of PCI Express configuration space
+	// (include/uapi/linux/pci_regs.h PCI_CFG_SPACE_EXP_SIZE).
+	configLimit = 4096
+	// procLimit bounds a whole /proc or /boot file (a /proc/cpuinfo of a few hundred
+	// CPUs is well below it).
+	procLimit = 4 << 20
+)
+
+// maxLinkHops bounds how many symbolic links one path resolution follows, like the
+// kernel's MAXSYMLINKS (include/linux/namei.h), after which it fails with ELOOP.
+const maxLinkHops = 40
+
+var (
+	// ErrNoSysfs is returned (wrapped) when the root has no readable
+	// /sys/bus/pci/devices: there is nothing to evaluate.
+	ErrNoSysfs = errors.New("sysfs: no readable /sys/bus/pci/devices")
+
+	errEscapes   = errors.New("symbolic link leads outside the root")
+	errLoop      = errors.New("too many levels of symbolic links")
+	errNotDir    = errors.New("not a directory")
+	errIsDir     = errors.New("is a directory")
+	errNotFile   = errors.New("not a regular file")
+	errNotLink   = errors.New("not a symbolic link")
+	errTooLarge  = errors.New("file larger than the read limit")
+	errEmptyName = errors.New("empty file name")
+)
+
+// FS is a root that stands for "/": it reads /sys, /proc, /dev and /boot beneath it.
+// Create one with [NewFS], [OpenSnapshot] or [ReadSnapshot]; the zero FS is not usable.
+// An FS may be used from several goroutines at once.
+type FS struct {
+	t tree
+}
+
+// NewFS returns an FS rooted at the directory root, which stands for "/". Reads are
+// confined to root with [os.Root]: no path or link leads outside it. Call Close when
+// done with it.
+func NewFS(root string) (FS, error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return FS{}, fmt.Errorf("sysfs: root: %w", err)
+	}
+	if !fi.IsDir() {
+		return FS{}, fmt.Errorf("sysfs: root %q is not a directory", root)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return FS{}, fmt.Errorf("sysfs: root: %w", err)
+	}
+	return FS{t: dirTree{r: r}}, nil
+}
+
+// Close releases the directory an FS made by [NewFS] holds open. It does nothing for a
+// snapshot. Calling it more than once is harmless.
+func (fsys FS) Close() error {
+	if fsys.t == nil {
+		return nil
+	}
+	return fsys.t.close()
+}
+
+// tree is what an FS reads: a directory on disk (dirTree) or a snapshot loaded into
+// memory (memTree). Names are slash-separated, clean and relative to the tree's root,
+// "." being the root itself. Symbolic links met inside a name are followed only while
+// they stay inside the tree; one that leads out is an error.
+type tree interface {
+	// readFile reads the file name into buf until end of file or until buf is full
+	// and returns the number of bytes read. The final link, if any, is followed.
+	readFile(name string, buf []byte) (int, error)
+	// readDir lists the directory name, sorted by name, without following the
+	// entries themselves.
+	readDir(name string) ([]dirEntry, error)
+	// lstat describes name without following a final link.
+	lstat(name string) (fileInfo, error)
+	// readLink returns the target of the link name as stored.
+	readLink(name string) (string, error)
+	// sub returns the tree rooted at directory name; links inside it are confined
+	// to it. The caller closes it.
+	sub(name string) (tree, error)
+	close() error
+}
+
+// dirEntry is one entry of a directory listing.
+type dirEntry struct {
+	name string
+	typ  fs.FileMode // type bits only: 0 for a regular file, fs.ModeDir, fs.ModeSymlink, ...
+}
+
+// fileInfo is what lstat reports.
+type fileInfo struct {
+	mode         fs.FileMode // type and permission bits
+	size         int64
+	major, minor uint32 // device number of a device node
+	hasDev       bool   // major and minor are known
+}
+
+// pathErr wraps err, naming the root-relative path as an absolute one
+// ("/sys/bus/pci/devices"), and drops any path the tree already put in it.
+func pathErr(op, name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &fs.PathError{Op: "sysfs: " + op, Path: "/" + name, Err: err}
+}
+
+// join joins root-relative name elements.
+func join(elem ...string) string { return path.Join(elem...) }
+
+// linkTarget returns the root-relative name the symbolic link name points to, resolved
+// lexically against the link's directory, as the kernel resolves sysfs's relative links.
+// A target that is absolute or climbs above the root is an error and is not followed.
+func (fsys FS) linkTarget(name string) (string, error) {
+	target, err := fsys.t.readLink(name)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	return resolveLexical(name, target)
+}
+
+// resolveLexical resolves the target of the link at name against the link's
+// directory.
+func resolveLexical(name, target string) (string, error) {
+	if target == "" {
+		return "", pathErr("readlink", name, errEmptyName)
+	}
+	if path.IsAbs(target) {
+		return "", pathErr("readlink", name, fmt.Errorf("%w: %q", errEscapes, target))
+	}
+	r := path.Join(path.Dir(name), target)
+	if r == ".." || strings.HasPrefix(r, "../") {
+		return "", pathErr("readlink", name, fmt.Errorf("%w: %q", errEscapes, target))
+	}
+	return r, nil
+}
+
+// readFile reads the whole file name, at most limit bytes; a longer file is an error.
+func (fsys FS) readFile(name string, limit int) ([]byte, error) {
+	return readBounded(fsys.t, name, "", make([]byte, limit+1))
+}
+
+// readBounded reads name from t into buf, which is one byte longer than the largest
+// acceptable file. Errors name prefix/name.
+func readBounded(t tree, name, prefix string, buf []byte) ([]byte, error) {
+	n, err := t.readFile(name, buf)
+	if err != nil {
+		return nil, pathErr("read", join(prefix, name), err)
+	}
+	if n == len(buf) {
+		return nil, pathErr("read", join(prefix, name), fmt.Errorf("%w (%d bytes)", errTooLarge, len(buf)-1))
+	}
+	return buf[:n], nil
+}
+
+// optional turns a missing file into ok == false and no error.
+func optional(err error) (ok bool, _ error) {
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return false, err
+}

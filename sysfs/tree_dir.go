@@ -1,0 +1,82 @@
+package sysfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+)
+
+// dirTree is a directory on disk, confined with [os.Root]: the standard library refuses
+// any name or link that would lead outside it.
+type dirTree struct {
+	r *os.Root
+}
+
+func (t dirTree) readFile(name string, buf []byte) (int, error) {
+	// openFlags keeps a FIFO or a terminal in a hostile tree from blocking or
+	// becoming the controlling terminal.
+	f, err := t.r.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	for n < len(buf) {
+		m, err := f.Read(buf[n:])
+		n += m
+		if errors.Is(err, io.EOF) || (m == 0 && err == nil) {
+			break
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (t dirTree) readDir(name string) ([]dirEntry, error) {
+	f, err := t.r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dirEntry, len(des))
+	for i, d := range des {
+		out[i] = dirEntry{name: d.Name(), typ: d.Type()}
+	}
+	slices.SortFunc(out, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+func (t dirTree) lstat(name string) (fileInfo, error) {
+	fi, err := t.r.Lstat(name)
+	if err != nil {
+		return fileInfo{}, err
+	}
+	info := fileInfo{mode: fi.Mode(), size: fi.Size()}
+	if fi.Mode()&fs.ModeDevice != 0 {
+		info.major, info.minor, info.hasDev = deviceNumber(fi)
+	}
+	return info, nil
+}
+
+func (t dirTree) readLink(name string) (string, error) {
+	return t.r.Readlink(name)
+}
+
+func (t dirTree) sub(name string) (tree, error) {
+	r, err := t.r.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	return dirTree{r: r}, nil
+}
+
+func (t dirTree) close() error { return t.r.Close() }

@@ -1,0 +1,156 @@
+package sysfs
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+)
+
+// memNode is one file, directory, link or device node of a snapshot.
+type memNode struct {
+	mode         fs.FileMode // type and permission bits
+	data         []byte      // regular file contents
+	target       string      // link target, as stored
+	children     map[string]*memNode
+	major, minor uint32 // device nodes
+}
+
+func (n *memNode) isDir() bool { return n.mode.IsDir() }
+
+// memTree is a snapshot loaded into memory. It resolves links itself, with the same
+// rules os.Root applies to a directory: links are followed inside the tree only, at
+// most maxLinkHops of them per resolution.
+type memTree struct {
+	root *memNode
+}
+
+// walk returns the node name leads to, following a final link when follow is set.
+func (t memTree) walk(name string, follow bool) (*memNode, error) {
+	if name == "" {
+		return nil, errEmptyName
+	}
+	parts := splitName(name)
+	stack := []*memNode{t.root} // the directories from the root to the current one
+	hops := 0
+	for i := 0; i < len(parts); i++ {
+		p := parts[i]
+		switch p {
+		case ".":
+			continue
+		case "..":
+			if len(stack) == 1 {
+				return nil, errEscapes
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		dir := stack[len(stack)-1]
+		if !dir.isDir() {
+			return nil, errNotDir
+		}
+		n, ok := dir.children[p]
+		if !ok {
+			return nil, fs.ErrNotExist
+		}
+		last := i == len(parts)-1
+		if n.mode&fs.ModeSymlink != 0 && (!last || follow) {
+			hops++
+			if hops > maxLinkHops {
+				return nil, errLoop
+			}
+			if n.target == "" {
+				return nil, errEmptyName
+			}
+			if path.IsAbs(n.target) {
+				return nil, fmt.Errorf("%w: %q", errEscapes, n.target)
+			}
+			// Splice the target in place of this element; the directory stack
+			// stays at the link's directory.
+			rest := slices.Clone(parts[i+1:])
+			parts = append(splitName(n.target), rest...)
+			i = -1
+			continue
+		}
+		if last {
+			return n, nil
+		}
+		stack = append(stack, n)
+	}
+	return stack[len(stack)-1], nil
+}
+
+// splitName splits a slash-separated name into its elements, dropping empty ones.
+func splitName(name string) []string {
+	return strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
+}
+
+func (t memTree) readFile(name string, buf []byte) (int, error) {
+	n, err := t.walk(name, true)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case n.isDir():
+		return 0, errIsDir
+	case !n.mode.IsRegular():
+		return 0, errNotFile
+	}
+	return copy(buf, n.data), nil
+}
+
+func (t memTree) readDir(name string) ([]dirEntry, error) {
+	n, err := t.walk(name, true)
+	if err != nil {
+		return nil, err
+	}
+	if !n.isDir() {
+		return nil, errNotDir
+	}
+	out := make([]dirEntry, 0, len(n.children))
+	for name, c := range n.children {
+		out = append(out, dirEntry{name: name, typ: c.mode.Type()})
+	}
+	slices.SortFunc(out, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+func (t memTree) lstat(name string) (fileInfo, error) {
+	n, err := t.walk(name, false)
+	if err != nil {
+		return fileInfo{}, err
+	}
+	fi := fileInfo{mode: n.mode, size: int64(len(n.data))}
+	if n.mode&fs.ModeDevice != 0 {
+		fi.major, fi.minor, fi.hasDev = n.major, n.minor, true
+	}
+	if n.mode&fs.ModeSymlink != 0 {
+		fi.size = int64(len(n.target))
+	}
+	return fi, nil
+}
+
+func (t memTree) readLink(name string) (string, error) {
+	n, err := t.walk(name, false)
+	if err != nil {
+		return "", err
+	}
+	if n.mode&fs.ModeSymlink == 0 {
+		return "", errNotLink
+	}
+	return n.target, nil
+}
+
+func (t memTree) sub(name string) (tree, error) {
+	n, err := t.walk(name, true)
+	if err != nil {
+		return nil, err
+	}
+	if !n.isDir() {
+		return nil, errNotDir
+	}
+	return memTree{root: n}, nil
+}
+
+func (memTree) close() error { return nil }
