@@ -113,7 +113,7 @@ type SRIOVCap struct {
 
 // ResizableBAR describes one BAR controlled by the Resizable BAR capability.
 type ResizableBAR struct {
-	BAR       int
-	Supported []uint64 // sizes in bytes the BAR can take
-	Current   uint64   // size in bytes now
+	BAR       int      // BAR index, 0-5
+	Supported []uint64 // sizes in bytes the BAR can take, ascending
+	Current   uint64   // size in bytes now; 0 when the encoding is out of range
 }
