@@ -1,0 +1,489 @@
+package p2pdma
+
+import (
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// acsRedirectMask is PCI_ACS_RR | PCI_ACS_CR | PCI_ACS_EC, the ACS Control bits that
+// pci_bridge_has_acs_redir() in drivers/pci/p2pdma.c tests.
+const acsRedirectMask = pcie.ACSRequestRedirect | pcie.ACSCompletionRedirect | pcie.ACSEgressControl
+
+// maxChain bounds the walk up the tree; a PCI hierarchy has at most 256 buses, so a
+// longer chain means the topology has a loop.
+const maxChain = 256
+
+// Verdict is the kernel's P2PDMA decision for one ordered (provider, client) pair, as
+// calc_map_type_and_dist() in drivers/pci/p2pdma.c makes it.
+type Verdict struct {
+	Provider pcie.Address `json:"provider"`
+	Client   pcie.Address `json:"client"`
+	MapType  MapType      `json:"map_type"`
+	// Distance is the kernel's distance: the number of hops from each function up to
+	// the common upstream bridge, added; with no common bridge, the lengths of both
+	// chains added. It is defined whatever the map type.
+	Distance int `json:"distance"`
+	// ACSRedirect lists the functions with ACS redirect (RR, CR or EC) set in ACS
+	// Control on the path between the two, in the kernel's order: the provider and its
+	// bridges up to and including the common one, then the client and its bridges
+	// below the common one. It is empty when there is no common bridge, since the kernel
+	// ignores ACS then.
+	ACSRedirect []pcie.Address `json:"acs_redirect"`
+	// Reason explains the verdict in the kernel's terms.
+	Reason string `json:"reason"`
+	// Fix is set when ACS redirect is what keeps the pair from bus-addr.
+	Fix *Fix `json:"fix,omitempty"`
+	// Unknowns lists facts that could not be read and that the verdict depends on (the
+	// map type is then Unknown) or that leave the ACSRedirect list incomplete.
+	Unknowns []string `json:"unknowns,omitempty"`
+}
+
+// Fix turns off ACS redirection on the functions of Verdict.ACSRedirect. Either form
+// makes the pair bus-addr; both also loosen IOMMU isolation (groups may merge).
+type Fix struct {
+	// KernelParam is the boot parameter the kernel itself suggests,
+	// "pci=disable_acs_redir=<bdf>;<bdf>" (pci_disable_acs_redir() in
+	// drivers/pci/pci.c applies it at enumeration). Quote it in the boot loader's
+	// configuration, the semicolon is part of it.
+	KernelParam string `json:"kernel_param"`
+	// Setpci holds one command per function that clears RR, CR and EC in ACS Control
+	// at run time and keeps every other bit. It uses setpci's value:mask form,
+	// "ECAP_ACS+6.w=0000:002c", which changes only the bits in the mask, so it is right
+	// even if Control changed after the topology was read. The setting is lost at reboot
+	// and on a device reset, and a provider whose verdict the kernel already cached
+	// keeps it until it is registered again.
+	Setpci []string `json:"setpci"`
+}
+
+// devInfo is what the Calculator precomputes for one function.
+type devInfo struct {
+	addr  pcie.Address
+	bdf   string
+	chain []int32 // the function, then pci_upstream_bridge() applied repeatedly
+	loop  bool    // the chain did not end within maxChain
+	redir tri     // pci_bridge_has_acs_redir(): no, yes, maybe (ACS not read)
+	hb    int32   // host bridge index, -1 when unknown
+
+	busReason   string // reason when this function is the common bridge of a bus-addr pair
+	acsUnknown  string // why redir is maybe
+	acsNotRead  string // reason of an Unknown verdict that hinges on this function's ACS
+	setpciClear string // the Fix.Setpci command for this function
+}
+
+// hostInfo is the precomputed whitelist state of one host bridge
+// (__host_bridge_whitelist() in drivers/pci/p2pdma.c).
+type hostInfo struct {
+	name  string
+	state tri // the root-bus device matches an entry: yes, no, maybe
+	entry *WhitelistEntry
+	text  string // explanation of state
+}
+
+// hostOutcome is the result of the host-bridge case for one pair of host bridges.
+type hostOutcome struct {
+	mapType MapType
+	text    string // how the kernel decided, a clause for Verdict.Reason
+	unknown string // set when mapType is Unknown
+}
+
+// Calculator computes verdicts for many pairs of one topology. NewCalculator does the
+// per-function and per-host-bridge work once; Calc then allocates nothing for the
+// common verdicts. A Calculator is safe for concurrent use.
+type Calculator struct {
+	plat  Platform
+	index map[*pcie.Device]int32
+	devs  []devInfo
+	hosts []hostInfo
+	// noCommon[i*len(hosts)+j] is the outcome for a provider below host bridge i and
+	// a client below j with no common upstream bridge (the kernel's warn=false case).
+	noCommon []hostOutcome
+	// noHost is the outcome when a host bridge is not known.
+	noHost hostOutcome
+}
+
+// Calc returns the verdict for one pair. It builds a Calculator over t each time; use
+// NewCalculator for more than a few pairs. Functions missing from t.Devices are added.
+func Calc(t *pcie.Topology, plat Platform, provider, client *pcie.Device) Verdict {
+	return newCalculator(t, plat, provider, client).Calc(provider, client)
+}
+
+// NewCalculator precomputes, for every function of t, its upstream chain, its ACS
+// redirect state and its host bridge, and for every host bridge its whitelist state.
+func NewCalculator(t *pcie.Topology, plat Platform) *Calculator {
+	return newCalculator(t, plat)
+}
+
+func newCalculator(t *pcie.Topology, plat Platform, extra ...*pcie.Device) *Calculator {
+	c := &Calculator{plat: plat, index: make(map[*pcie.Device]int32)}
+	hostIndex := make(map[*pcie.HostBridge]int32)
+	var hostList []*pcie.HostBridge
+	addHost := func(h *pcie.HostBridge) int32 {
+		if h == nil {
+			return -1
+		}
+		if i, ok := hostIndex[h]; ok {
+			return i
+		}
+		i := int32(len(hostList))
+		hostIndex[h] = i
+		hostList = append(hostList, h)
+		return i
+	}
+	var order []*pcie.Device
+	add := func(d *pcie.Device) int32 {
+		if i, ok := c.index[d]; ok {
+			return i
+		}
+		i := int32(len(order))
+		c.index[d] = i
+		order = append(order, d)
+		return i
+	}
+	if t != nil {
+		for _, h := range t.HostBridges {
+			addHost(h)
+		}
+		for _, d := range t.Devices {
+			add(d)
+		}
+	}
+	for _, d := range extra {
+		if d != nil {
+			add(d)
+		}
+	}
+	// order grows while chains are built: an upstream bridge missing from
+	// t.Devices is indexed too.
+	for i := 0; i < len(order); i++ {
+		d := order[i]
+		info := devInfo{addr: d.Address, bdf: d.Address.String(), hb: addHost(d.HostBridge)}
+		for x := d; x != nil; x = x.Upstream() {
+			if len(info.chain) == maxChain {
+				info.loop = true
+				break
+			}
+			info.chain = append(info.chain, add(x))
+		}
+		info.redir, info.acsUnknown = acsRedirState(d, info.bdf)
+		c.devs = append(c.devs, info)
+	}
+	for i := range c.devs {
+		c.devs[i].describe()
+	}
+	for _, h := range hostList {
+		c.hosts = append(c.hosts, c.hostState(h))
+	}
+	n := len(c.hosts)
+	c.noCommon = make([]hostOutcome, n*n)
+	for i := range n {
+		for j := range n {
+			c.noCommon[i*n+j] = c.hostCase(int32(i), int32(j), "client and provider do not share an upstream bridge")
+		}
+	}
+	c.noHost = hostOutcome{mapType: Unknown, text: "the host bridge of the provider or the client is not known",
+		unknown: "host bridge not known"}
+	return c
+}
+
+// acsRedirState mirrors pci_bridge_has_acs_redir() in drivers/pci/p2pdma.c: true
+// when the function has an ACS capability and any of RR, CR, EC is set in its ACS
+// Control register. The capability register, the egress vector and device-specific
+// ACS quirks play no part.
+func acsRedirState(d *pcie.Device, bdf string) (tri, string) {
+	acs, known := d.ACS()
+	switch {
+	case !known:
+		return maybe, fmt.Sprintf("ACS Control of %s was not read (config space past 64 bytes needs CAP_SYS_ADMIN)", bdf)
+	case acs != nil && acs.Control&acsRedirectMask != 0:
+		return yes, ""
+	}
+	return no, ""
+}
+
+func (d *devInfo) describe() {
+	d.busReason = fmt.Sprintf("client and provider share upstream bridge %s and no function on the path between them "+
+		"has ACS redirect set, so DMA uses PCI bus addresses", d.bdf)
+	d.setpciClear = fmt.Sprintf("setpci -s %s ECAP_ACS+6.w=0000:%04x", d.bdf, acsRedirectMask)
+	if d.redir == maybe {
+		d.acsNotRead = fmt.Sprintf("the verdict depends on ACS Control of %s, which was not read", d.bdf)
+	}
+}
+
+const selfReason = "provider and client are the same function and it has no ACS redirect set"
+
+// hostState mirrors pci_host_bridge_dev() and the table lookup of
+// __host_bridge_whitelist() in drivers/pci/p2pdma.c: the first function on the root
+// bus must be devfn 00.0 or a PCI Express Root Port, and its vendor and device must
+// match an entry of the kernel's whitelist.
+func (c *Calculator) hostState(h *pcie.HostBridge) hostInfo {
+	info := hostInfo{name: h.Name}
+	root := h.FirstDevice()
+	if root == nil {
+		info.text = fmt.Sprintf("host bridge %s has no function on its root bus", h.Name)
+		return info
+	}
+	bdf := root.Address.String()
+	if root.Address.DevFn() != 0 {
+		pt, ok := root.PortType()
+		switch {
+		case ok && pt == pcie.PortRootPort:
+		case ok || (root.Config != nil && root.Config.CapsKnown):
+			info.text = fmt.Sprintf("the first function on the root bus of host bridge %s, %s, is neither 00.0 "+
+				"nor a Root Port, so the kernel finds no device to look up in the P2PDMA whitelist", h.Name, bdf)
+			return info
+		default:
+			info.state = maybe
+			info.text = fmt.Sprintf("the PCI Express port type of %s, the first function on the root bus of "+
+				"host bridge %s, was not read (needs CAP_SYS_ADMIN); the kernel uses it only if it is a Root Port",
+				bdf, h.Name)
+			return info
+		}
+	}
+	for i := range whitelist {
+		e := &whitelist[i]
+		if !e.matches(root.Vendor, root.Device) {
+			continue
+		}
+		switch e.presence(c.plat.Kernel) {
+		case no:
+			continue
+		case yes:
+			info.state = yes
+			info.text = fmt.Sprintf("host bridge %s is in the P2PDMA whitelist (%s, its first function, is %04x:%04x, %s)",
+				h.Name, bdf, root.Vendor, root.Device, e.Comment)
+		case maybe:
+			info.state = maybe
+			info.text = fmt.Sprintf("host bridge %s (first function %s, %04x:%04x, %s) is in the P2PDMA whitelist "+
+				"from Linux %s on, not in %s, and kernel %s lies in between or is unknown",
+				h.Name, bdf, root.Vendor, root.Device, e.Comment, e.Since, e.After, c.plat.Kernel)
+		}
+		info.entry = e
+		return info
+	}
+	info.text = fmt.Sprintf("host bridge not in P2PDMA whitelist: %04x:%04x (%s, first function of %s)",
+		root.Vendor, root.Device, bdf, h.Name)
+	return info
+}
+
+// hostWhitelisted is __host_bridge_whitelist() for one host bridge: whether traffic
+// may pass through it, given whether both functions are below it.
+func (c *Calculator) hostWhitelisted(h int32, same bool) (tri, string) {
+	info := &c.hosts[h]
+	if info.entry != nil && info.entry.SameHostBridge && !same {
+		return no, fmt.Sprintf("the whitelist entry %s of host bridge %s (%s) requires both functions below "+
+			"the same host bridge", info.entry, info.name, info.entry.Comment)
+	}
+	return info.state, info.text
+}
+
+// hostCase is the HOST_BRIDGE part of calc_map_type_and_dist(): traffic goes through
+// the root complex if cpu_supports_p2pdma() or host_bridge_whitelist() allows it,
+// otherwise the pair is not supported. why is the clause that led here.
+func (c *Calculator) hostCase(ha, hb int32, why string) hostOutcome {
+	k := c.plat.Kernel
+	if !k.IsZero() && k.Compare(kernelCPURule) < 0 {
+		return hostOutcome{mapType: Unknown,
+			text: fmt.Sprintf("%s, and Linux %s decides such paths by rules older than 5.9 that are not modelled", why, k),
+			unknown: fmt.Sprintf("host-bridge rules of Linux %s (before 5.9) are not modelled", k)}
+	}
+	if c.plat.cpuSupportsP2PDMA() {
+		return hostOutcome{mapType: ThruHostBridge,
+			text: fmt.Sprintf("%s; the CPU (AuthenticAMD family %#x) is AMD Zen or newer, so the kernel sends the "+
+				"traffic through the host bridge", why, c.plat.CPUFamily)}
+	}
+	var ok tri
+	var text string
+	if ha == hb {
+		ok, text = c.hostWhitelisted(ha, true)
+	} else {
+		okA, textA := c.hostWhitelisted(ha, false)
+		okB, textB := c.hostWhitelisted(hb, false)
+		switch {
+		case okA == no:
+			ok, text = no, textA
+		case okB == no:
+			ok, text = no, textB
+		case okA == maybe:
+			ok, text = maybe, textA
+		case okB == maybe:
+			ok, text = maybe, textB
+		default:
+			ok, text = yes, textA+", and "+textB
+		}
+	}
+	switch ok {
+	case yes:
+		return hostOutcome{mapType: ThruHostBridge, text: why + "; the traffic goes through the host bridge: " + text}
+	case no:
+		return hostOutcome{mapType: NotSupported,
+			text: why + ", and no whitelisted host bridge joins them: " + text}
+	}
+	return hostOutcome{mapType: Unknown, text: why + "; " + text, unknown: text}
+}
+
+// Calc returns the verdict for provider and client, which must be functions of the
+// topology the Calculator was built from (else the verdict is Unknown).
+func (c *Calculator) Calc(provider, client *pcie.Device) Verdict {
+	pi, okP := c.index[provider]
+	ci, okC := c.index[client]
+	if !okP || !okC {
+		v := Verdict{MapType: Unknown, Reason: "the provider or the client is not in the topology"}
+		if provider != nil {
+			v.Provider = provider.Address
+		}
+		if client != nil {
+			v.Client = client.Address
+		}
+		v.Unknowns = []string{v.Reason}
+		return v
+	}
+	return c.calc(pi, ci)
+}
+
+// All yields the verdict of every ordered pair of distinct functions of devices,
+// provider-major in the order given, as `p2pcheck pairs --all` lists them.
+func (c *Calculator) All(devices []*pcie.Device) iter.Seq[Verdict] {
+	return func(yield func(Verdict) bool) {
+		idx := make([]int32, len(devices))
+		for i, d := range devices {
+			j, ok := c.index[d]
+			if !ok {
+				j = -1
+			}
+			idx[i] = j
+		}
+		for i, p := range devices {
+			for j, q := range devices {
+				if i == j {
+					continue
+				}
+				var v Verdict
+				if idx[i] < 0 || idx[j] < 0 {
+					v = c.Calc(p, q)
+				} else {
+					v = c.calc(idx[i], idx[j])
+				}
+				if !yield(v) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// calc mirrors calc_map_type_and_dist() in drivers/pci/p2pdma.c (identical from 5.9
+// through the newest PCI tree examined).
+func (c *Calculator) calc(pi, ci int32) Verdict {
+	p, q := &c.devs[pi], &c.devs[ci]
+	v := Verdict{Provider: p.addr, Client: q.addr}
+	if k := c.plat.Kernel; !k.IsZero() && k.Compare(kernelFirstP2PDMA) < 0 {
+		v.MapType = NotSupported
+		v.Distance = -1
+		v.Reason = fmt.Sprintf("Linux %s has no PCI P2PDMA (added in 4.20)", k)
+		return v
+	}
+	// The kernel walks the provider up one bridge at a time and, at each, walks the
+	// client up looking for it; the first hit is the common upstream bridge.
+	for da, a := range p.chain {
+		for db, b := range q.chain {
+			if a == b {
+				return c.common(v, p, q, a, da, db)
+			}
+		}
+	}
+	// No common upstream bridge: the distance is both chains' lengths, and ACS hits
+	// met on the way are ignored.
+	v.Distance = len(p.chain) + len(q.chain)
+	var out hostOutcome
+	switch {
+	case p.loop || q.loop:
+		out = hostOutcome{mapType: Unknown, text: "the upstream chain of the provider or the client does not end (the tree has a loop)",
+			unknown: "the tree has a loop"}
+	case p.hb < 0 || q.hb < 0:
+		out = c.noHost
+	default:
+		out = c.noCommon[int(p.hb)*len(c.hosts)+int(q.hb)]
+	}
+	v.MapType, v.Reason = out.mapType, out.text
+	if out.unknown != "" {
+		v.Unknowns = []string{out.unknown}
+	}
+	return v
+}
+
+// common finishes calc() once the common upstream bridge is found: the provider's
+// chain up to and including it and the client's chain below it are checked for ACS
+// redirect, in that order.
+func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Verdict {
+	v.Distance = da + db
+	provSide, clientSide := p.chain[:da+1], q.chain[:db]
+	var redir, unread int
+	firstUnread := int32(-1)
+	for _, s := range [2][]int32{provSide, clientSide} {
+		for _, x := range s {
+			switch c.devs[x].redir {
+			case yes:
+				redir++
+			case maybe:
+				if unread == 0 {
+					firstUnread = x
+				}
+				unread++
+			}
+		}
+	}
+	if redir == 0 && unread == 0 {
+		v.MapType = BusAddr
+		if p == q {
+			v.Reason = selfReason
+		} else {
+			v.Reason = c.devs[top].busReason
+		}
+		return v
+	}
+	for _, s := range [2][]int32{provSide, clientSide} {
+		for _, x := range s {
+			switch d := &c.devs[x]; d.redir {
+			case yes:
+				v.ACSRedirect = append(v.ACSRedirect, d.addr)
+			case maybe:
+				v.Unknowns = append(v.Unknowns, d.acsUnknown)
+			}
+		}
+	}
+	if redir == 0 {
+		// Whether any of the unread functions redirects decides between bus-addr and
+		// the host-bridge case.
+		v.MapType = Unknown
+		v.Reason = c.devs[firstUnread].acsNotRead
+		return v
+	}
+	names := make([]string, 0, redir)
+	fix := &Fix{Setpci: make([]string, 0, redir)}
+	for _, s := range [2][]int32{provSide, clientSide} {
+		for _, x := range s {
+			if d := &c.devs[x]; d.redir == yes {
+				names = append(names, d.bdf)
+				fix.Setpci = append(fix.Setpci, d.setpciClear)
+			}
+		}
+	}
+	fix.KernelParam = "pci=disable_acs_redir=" + strings.Join(names, ";")
+	v.Fix = fix
+	why := fmt.Sprintf("ACS redirect is set between the client and provider (on %s), so the kernel treats the "+
+		"path as one through the root complex", strings.Join(names, ", "))
+	var out hostOutcome
+	if p.hb < 0 || q.hb < 0 {
+		out = c.noHost
+	} else {
+		out = c.hostCase(p.hb, q.hb, why)
+	}
+	v.MapType, v.Reason = out.mapType, out.text
+	if out.unknown != "" {
+		v.Unknowns = append(v.Unknowns, out.unknown)
+	}
+	return v
+}
