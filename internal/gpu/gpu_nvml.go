@@ -1,0 +1,285 @@
+//go:build cgo && linux
+
+package gpu
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// Probe asks NVML about every GPU and every ordered GPU pair. It fails only
+// when NVML cannot be initialised (an error wrapping [ErrNoNVML]) or cannot
+// count the GPUs; anything else missing is recorded as unknown.
+func Probe() (*Facts, error) {
+	return probe(nvml.New())
+}
+
+// probe is Probe over any NVML implementation, so tests can feed it a mock.
+func probe(lib nvml.Interface) (*Facts, error) {
+	start := time.Now()
+	ret := lib.Init()
+	initTime := time.Since(start)
+	if ret != nvml.SUCCESS {
+		// Init failed: no other NVML symbol may be touched now. Return.Error
+		// does not need the library.
+		if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
+			return nil, fmt.Errorf("%w: libnvidia-ml.so.1 not found", ErrNoNVML)
+		}
+		return nil, fmt.Errorf("%w: nvmlInit: %w", ErrNoNVML, ret)
+	}
+	f, err := query(lib)
+	if ret := lib.Shutdown(); ret != nvml.SUCCESS && err == nil {
+		err = fmt.Errorf("gpu: nvmlShutdown: %w", ret)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.Timing = Timing{Init: initTime, Total: time.Since(start)}
+	return f, nil
+}
+
+// unknown records in *m (allocating it) that field is unknown, and why.
+func unknown(m *map[string]string, field string, why fmt.Stringer) {
+	if *m == nil {
+		*m = make(map[string]string)
+	}
+	(*m)[field] = why.String()
+}
+
+// query runs every query between Init and Shutdown.
+func query(lib nvml.Interface) (*Facts, error) {
+	n, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("gpu: nvmlDeviceGetCount: %w", ret)
+	}
+	f := &Facts{GPUs: make([]GPU, n), Pairs: []Pair{}}
+
+	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
+		f.DriverVersion = v
+	} else {
+		unknown(&f.Unknown, "driver_version", ret)
+	}
+	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
+		f.CUDADriverVersion = v
+	} else {
+		unknown(&f.Unknown, "cuda_driver_version", ret)
+	}
+	switch cc, ret := lib.SystemGetConfComputeState(); ret {
+	case nvml.SUCCESS:
+		f.ConfCompute = confCompute(cc)
+	case nvml.ERROR_NOT_SUPPORTED:
+		f.ConfCompute = &ConfCompute{Supported: false}
+	default:
+		unknown(&f.Unknown, "conf_compute", ret)
+	}
+
+	devs := make([]nvml.Device, n)
+	for i := range n {
+		g := &f.GPUs[i]
+		g.Index = i
+		d, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			unknown(&g.Unknown, "handle", ret)
+			continue
+		}
+		devs[i] = d
+		deviceFacts(d, g)
+	}
+
+	// The common ancestor is symmetric: ask once per unordered pair. P2P
+	// status is asked per ordered pair, as nvidia-smi topo -p2p shows it.
+	ancestors := make(map[[2]int]*TopologyLevel)
+	ancestorErr := make(map[[2]int]nvml.Return)
+	for a := range n {
+		for b := a + 1; b < n; b++ {
+			if devs[a] == nil || devs[b] == nil {
+				continue
+			}
+			lvl, ret := devs[a].GetTopologyCommonAncestor(devs[b])
+			if ret != nvml.SUCCESS {
+				ancestorErr[[2]int{a, b}] = ret
+				continue
+			}
+			l := TopologyLevel(lvl)
+			ancestors[[2]int{a, b}] = &l
+		}
+	}
+	for a := range n {
+		for b := range n {
+			if a == b {
+				continue
+			}
+			p := Pair{A: a, B: b}
+			if devs[a] == nil || devs[b] == nil {
+				unknown(&p.Unknown, "pair", reason("no NVML handle for one of the GPUs"))
+				f.Pairs = append(f.Pairs, p)
+				continue
+			}
+			key := [2]int{min(a, b), max(a, b)}
+			if lvl := ancestors[key]; lvl != nil {
+				p.CommonAncestor = lvl
+			} else {
+				unknown(&p.Unknown, "common_ancestor", ancestorErr[key])
+			}
+			p2pCaps(devs[a], devs[b], &p)
+			f.Pairs = append(f.Pairs, p)
+		}
+	}
+	return f, nil
+}
+
+// deviceFacts fills g from d, one optional query at a time.
+func deviceFacts(d nvml.Device, g *GPU) {
+	if v, ret := d.GetUUID(); ret == nvml.SUCCESS {
+		g.UUID = v
+	} else {
+		unknown(&g.Unknown, "uuid", ret)
+	}
+	if v, ret := d.GetName(); ret == nvml.SUCCESS {
+		g.Name = v
+	} else {
+		unknown(&g.Unknown, "name", ret)
+	}
+	if pci, ret := d.GetPciInfo(); ret == nvml.SUCCESS {
+		if a, err := busID(pci.BusId); err == nil {
+			g.Address = &a
+		} else {
+			unknown(&g.Unknown, "bus_id", reason(err.Error()))
+		}
+	} else {
+		unknown(&g.Unknown, "bus_id", ret)
+	}
+	if bar1, ret := d.GetBAR1MemoryInfo(); ret == nvml.SUCCESS {
+		g.BAR1Total, g.BAR1Used = &bar1.Bar1Total, &bar1.Bar1Used
+	} else {
+		unknown(&g.Unknown, "bar1", ret)
+	}
+	if mem, ret := d.GetMemoryInfo(); ret == nvml.SUCCESS {
+		g.MemoryTotal = &mem.Total
+	} else {
+		unknown(&g.Unknown, "memory_total", ret)
+	}
+	if pm, ret := d.GetPersistenceMode(); ret == nvml.SUCCESS {
+		on := pm == nvml.FEATURE_ENABLED
+		g.Persistence = &on
+	} else {
+		unknown(&g.Unknown, "persistence", ret)
+	}
+	nvlinks(d, g)
+}
+
+// nvlinks walks every possible link index. Indexes a GPU does not have
+// answer NOT_SUPPORTED or INVALID_ARGUMENT, which PCIe-only GPUs answer for
+// all of them.
+func nvlinks(d nvml.Device, g *GPU) {
+	nl := &NVLink{}
+	for l := range nvml.NVLINK_MAX_LINKS {
+		state, ret := d.GetNvLinkState(l)
+		switch ret {
+		case nvml.SUCCESS:
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_INVALID_ARGUMENT:
+			continue
+		default:
+			unknown(&g.Unknown, "nvlink", ret)
+			return
+		}
+		if state != nvml.FEATURE_ENABLED {
+			continue
+		}
+		nl.Active++
+		peer := NVLinkPeer{Link: l}
+		if pci, ret := d.GetNvLinkRemotePciInfo(l); ret == nvml.SUCCESS {
+			if a, err := busID(pci.BusId); err == nil {
+				peer.Remote = &a
+			}
+		}
+		if t, ret := d.GetNvLinkRemoteDeviceType(l); ret == nvml.SUCCESS {
+			peer.RemoteType = linkDeviceType(t)
+		}
+		nl.Links = append(nl.Links, peer)
+	}
+	g.NVLink = nl
+}
+
+// p2pCaps fills p.P2P with one query per capability index.
+func p2pCaps(a, b nvml.Device, p *Pair) {
+	caps := []struct {
+		idx   nvml.GpuP2PCapsIndex
+		name  string
+		field **P2PStatus
+	}{
+		{nvml.P2P_CAPS_INDEX_READ, "p2p_read", &p.P2P.Read},
+		{nvml.P2P_CAPS_INDEX_WRITE, "p2p_write", &p.P2P.Write},
+		{nvml.P2P_CAPS_INDEX_NVLINK, "p2p_nvlink", &p.P2P.NVLink},
+		{nvml.P2P_CAPS_INDEX_ATOMICS, "p2p_atomics", &p.P2P.Atomics},
+		{nvml.P2P_CAPS_INDEX_PROP, "p2p_prop", &p.P2P.Prop},
+	}
+	for _, c := range caps {
+		st, ret := a.GetP2PStatus(b, c.idx)
+		if ret != nvml.SUCCESS {
+			unknown(&p.Unknown, c.name, ret)
+			continue
+		}
+		s := P2PStatus(st)
+		*c.field = &s
+	}
+}
+
+func confCompute(cc nvml.ConfComputeSystemState) *ConfCompute {
+	c := &ConfCompute{
+		Supported: true,
+		Enabled:   cc.CcFeature == nvml.CC_SYSTEM_FEATURE_ENABLED,
+		DevTools:  cc.DevToolsMode == nvml.CC_SYSTEM_DEVTOOLS_MODE_ON,
+	}
+	switch cc.Environment {
+	case nvml.CC_SYSTEM_ENVIRONMENT_UNAVAILABLE:
+		c.Environment = "unavailable"
+	case nvml.CC_SYSTEM_ENVIRONMENT_SIM:
+		c.Environment = "sim"
+	case nvml.CC_SYSTEM_ENVIRONMENT_PROD:
+		c.Environment = "prod"
+	default:
+		c.Environment = fmt.Sprintf("environment(%d)", cc.Environment)
+	}
+	return c
+}
+
+func linkDeviceType(t nvml.IntNvLinkDeviceType) string {
+	switch t {
+	case nvml.NVLINK_DEVICE_TYPE_GPU:
+		return "gpu"
+	case nvml.NVLINK_DEVICE_TYPE_SWITCH:
+		return "switch"
+	case nvml.NVLINK_DEVICE_TYPE_IBMNPU:
+		return "ibmnpu"
+	}
+	return "unknown"
+}
+
+// busID parses NVML's NUL-terminated bus id, "00000000:00:06.0" (8-digit
+// domain, upper-case hex), into a canonical address.
+func busID(raw [32]int8) (pcie.Address, error) {
+	b := make([]byte, 0, len(raw))
+	for _, c := range raw {
+		b = append(b, byte(c))
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	a, err := pcie.ParseAddress(strings.ToLower(string(b)))
+	if err != nil {
+		return pcie.Address{}, fmt.Errorf("gpu: NVML bus id: %w", err)
+	}
+	return a, nil
+}
+
+// reason is a plain-text cause for unknown.
+type reason string
+
+func (r reason) String() string { return string(r) }
