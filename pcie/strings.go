@@ -33,36 +33,6 @@ func (s LinkSpeed) GTs() string {
 	return linkGTs[s]
 }
 
-// ParseLinkSpeed parses a sysfs current_link_speed or max_link_speed value: the
-// strings of drivers/pci/probe.c pci_speed_string ("32.0 GT/s PCIe") and the older
-// form without " PCIe" ("8 GT/s", Linux 5.6 and before). "Unknown" and anything
-// else give 0 and false.
-func ParseLinkSpeed(v string) (LinkSpeed, bool) {
-	v = strings.TrimSpace(v)
-	v = strings.TrimSuffix(v, " PCIe")
-	rate, ok := strings.CutSuffix(v, " GT/s")
-	if !ok {
-		return 0, false
-	}
-	switch rate {
-	case "2.5":
-		return 1, true
-	case "5", "5.0":
-		return 2, true
-	case "8", "8.0":
-		return 3, true
-	case "16", "16.0":
-		return 4, true
-	case "32", "32.0":
-		return 5, true
-	case "64", "64.0":
-		return 6, true
-	case "128", "128.0":
-		return 7, true
-	}
-	return 0, false
-}
-
 // String returns the link as "Gen5 x16"; an unknown speed or width prints as "?"
 // ("Gen? x16", "Gen5 x?").
 func (l Link) String() string {

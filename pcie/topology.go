@@ -1,10 +1,19 @@
 package pcie
 
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
 // Device is one PCI function in the tree.
 type Device struct {
 	Record
 
-	// Config is the decoded configuration space, nil when none could be read.
+	// Config is the decoded configuration space, nil when none could be read or it
+	// did not decode (the error is in Topology.Errors).
 	Config *Config
 
 	// Parent is the bridge whose secondary bus holds this function (the kernel's
@@ -12,13 +21,26 @@ type Device struct {
 	Parent   *Device
 	Children []*Device // functions on this bridge's secondary bus, in address order
 
+	// HostBridge is the root complex above the function: the last pciDDDD:BB
+	// element of its sysfs path (for an Intel VMD domain that is the VMD's own
+	// bridge, not the one above the VMD endpoint). Nil when Path has none.
 	HostBridge *HostBridge
 
 	PF  *Device   // for a VF, its physical function
-	VFs []*Device // for a PF, its virtual functions
+	VFs []*Device // for a PF, its virtual functions, in address order
+
+	// PathIncomplete is set when a bridge named in Path between the host bridge and
+	// this function is missing from the records. Parent is then the nearest bridge
+	// of Path that is present (nil if none is), so walks and distances through this
+	// function are shorter than on the machine; Topology.Errors says which is
+	// missing.
+	PathIncomplete bool
 
 	// Names from pci.ids; empty when no database was found.
 	VendorName, DeviceName, ClassName, SubsystemName string
+
+	ancestors []*Device // Upstream(), Upstream(Upstream()), ...; shares one backing array
+	role      portRole
 }
 
 // HostBridge is a root complex as sysfs shows it: /sys/devices/pciDDDD:BB.
@@ -30,12 +52,265 @@ type HostBridge struct {
 	Devices []*Device
 }
 
+// Switch is a PCI Express switch: an upstream port and the downstream ports on its
+// internal bus.
+type Switch struct {
+	Upstream   *Device
+	Downstream []*Device // in address order
+	// Inferred is set when some port's type could not be read (config space past
+	// 64 bytes needs root) and the grouping was made from the tree's shape: below
+	// a root-bus bridge or a downstream port, a bridge with bridges below it is
+	// taken as an upstream port and those bridges as its downstream ports.
+	Inferred bool
+}
+
 // Topology is the whole tree.
 type Topology struct {
-	HostBridges []*HostBridge // in name order
+	HostBridges []*HostBridge // in domain, bus order (the name order)
 	Devices     []*Device     // every function, in address order
+	Switches    []*Switch     // in upstream-port address order
 	// Errors lists per-device problems (the device is kept) and tree inconsistencies.
 	Errors []error
 
 	byAddr map[Address]*Device
+}
+
+// NewTopology builds the tree from the records of every function.
+//
+// Each record's Config is decoded; a decode error is listed in Errors and the
+// device kept with a nil Config, as is a record's own Err. Parents come from
+// Record.Path: the last pciDDDD:BB element names the host bridge, the element before
+// the function's own is its parent bridge, and a function right after the host
+// bridge sits on the root bus. A record whose parent bridge is missing is kept,
+// attached to the nearest bridge of its path that is present and marked
+// PathIncomplete (see Device). A later duplicate of an address is dropped. VFs are
+// joined to their PF through Record.PhysFn.
+func NewTopology(recs []Record) *Topology {
+	t := &Topology{byAddr: make(map[Address]*Device, len(recs))}
+	devs := make([]Device, len(recs))
+	t.Devices = make([]*Device, 0, len(recs))
+	for i := range recs {
+		d := &devs[i]
+		d.Record = recs[i]
+		if t.byAddr[d.Address] != nil {
+			t.errorf("pcie: %s: duplicate record dropped", d.Address)
+			continue
+		}
+		t.byAddr[d.Address] = d
+		t.Devices = append(t.Devices, d)
+		if d.Err != nil {
+			t.Errors = append(t.Errors, fmt.Errorf("pcie: %s: %w", d.Address, d.Err))
+		}
+		if len(d.Record.Config) > 0 {
+			c, err := ParseConfig(d.Record.Config)
+			if err != nil {
+				t.Errors = append(t.Errors, fmt.Errorf("pcie: %s: %w", d.Address, err))
+			} else {
+				d.Config = c
+			}
+		}
+	}
+	slices.SortFunc(t.Devices, func(x, y *Device) int { return x.Address.Compare(y.Address) })
+
+	hbs := make(map[string]*HostBridge)
+	for _, d := range t.Devices {
+		t.place(d, hbs)
+	}
+	for _, hb := range hbs {
+		t.HostBridges = append(t.HostBridges, hb)
+	}
+	slices.SortFunc(t.HostBridges, func(x, y *HostBridge) int {
+		return cmp.Or(cmp.Compare(x.Domain, y.Domain), cmp.Compare(x.Bus, y.Bus), strings.Compare(x.Name, y.Name))
+	})
+	for _, d := range t.Devices {
+		if d.PhysFn == nil {
+			continue
+		}
+		pf := t.byAddr[*d.PhysFn]
+		if pf == nil || pf == d {
+			t.errorf("pcie: %s: physical function %s missing", d.Address, d.PhysFn)
+			continue
+		}
+		d.PF = pf
+		pf.VFs = append(pf.VFs, d)
+	}
+	t.breakCycles()
+	t.fillAncestors()
+	t.findSwitches()
+	return t
+}
+
+func (t *Topology) errorf(format string, args ...any) {
+	t.Errors = append(t.Errors, fmt.Errorf(format, args...))
+}
+
+// place sets d's host bridge and parent from its sysfs path and files it under them.
+// Devices are placed in address order, so Children and HostBridge.Devices come out
+// in address (devfn) order.
+func (t *Topology) place(d *Device, hbs map[string]*HostBridge) {
+	elems := strings.Split(strings.Trim(d.Path, "/"), "/")
+	hbAt := -1
+	var dom uint32
+	var bus uint8
+	for i, e := range elems {
+		if dd, bb, ok := parseHostBridgeName(e); ok {
+			hbAt, dom, bus = i, dd, bb
+		}
+	}
+	if hbAt < 0 {
+		t.errorf("pcie: %s: no host bridge in sysfs path %q", d.Address, d.Path)
+		return
+	}
+	chain := elems[hbAt+1:]
+	if len(chain) == 0 || chain[len(chain)-1] != d.Address.String() {
+		t.errorf("pcie: %s: sysfs path %q does not end in the function's address", d.Address, d.Path)
+		return
+	}
+	name := elems[hbAt]
+	hb := hbs[name]
+	if hb == nil {
+		hb = &HostBridge{Name: name, Domain: dom, Bus: bus}
+		hbs[name] = hb
+	}
+	d.HostBridge = hb
+	if len(chain) == 1 {
+		hb.Devices = append(hb.Devices, d)
+		return
+	}
+	for i := len(chain) - 2; i >= 0; i-- {
+		a, err := ParseAddress(chain[i])
+		if err != nil {
+			t.errorf("pcie: %s: sysfs path %q: %w", d.Address, d.Path, err)
+			continue
+		}
+		if p := t.byAddr[a]; p != nil && p != d {
+			d.Parent = p
+			p.Children = append(p.Children, d)
+			break
+		}
+		d.PathIncomplete = true
+		t.errorf("pcie: %s: bridge %s of its sysfs path is missing", d.Address, a)
+	}
+}
+
+// parseHostBridgeName parses a host bridge directory name, pciDDDD:BB (the domain
+// may have more digits, as Intel VMD's 10000 does).
+func parseHostBridgeName(s string) (domain uint32, bus uint8, ok bool) {
+	rest, ok := strings.CutPrefix(s, "pci")
+	if !ok {
+		return 0, 0, false
+	}
+	ds, bs, ok := strings.Cut(rest, ":")
+	if !ok || len(ds) < 4 || len(ds) > 8 || len(bs) != 2 {
+		return 0, 0, false
+	}
+	d, err := strconv.ParseUint(ds, 16, 32)
+	if err != nil {
+		return 0, 0, false
+	}
+	b, err := strconv.ParseUint(bs, 16, 8)
+	if err != nil {
+		return 0, 0, false
+	}
+	return uint32(d), uint8(b), true
+}
+
+// upstreamOwner returns the device whose Parent Upstream() uses: the PF for a VF.
+func upstreamOwner(d *Device) *Device {
+	if d.PF != nil {
+		return d.PF
+	}
+	return d
+}
+
+// breakCycles cuts loops in the Upstream() relation, which only inconsistent
+// records (two paths naming each other as parent) can make, so that every walk up
+// ends.
+func (t *Topology) breakCycles() {
+	const (
+		unseen = iota
+		onWalk
+		done
+	)
+	state := make(map[*Device]uint8, len(t.Devices))
+	var walk []*Device
+	for _, d := range t.Devices {
+		walk = walk[:0]
+		for x := d; x != nil && state[x] == unseen; x = x.Upstream() {
+			state[x] = onWalk
+			walk = append(walk, x)
+			if u := x.Upstream(); u != nil && state[u] == onWalk {
+				o := upstreamOwner(x)
+				t.errorf("pcie: %s: parent %s closes a loop; cut", o.Address, o.Parent.Address)
+				o.Parent.Children = slices.DeleteFunc(o.Parent.Children, func(c *Device) bool { return c == o })
+				o.Parent = nil
+				o.PathIncomplete = true
+			}
+		}
+		for _, x := range walk {
+			state[x] = done
+		}
+	}
+}
+
+// fillAncestors precomputes every device's Upstream() chain into one backing array,
+// so pair queries walk slices instead of pointers.
+func (t *Topology) fillAncestors() {
+	depth := make(map[*Device]int, len(t.Devices))
+	var depthOf func(d *Device) int
+	depthOf = func(d *Device) int {
+		if n, ok := depth[d]; ok {
+			return n
+		}
+		n := 0
+		if u := d.Upstream(); u != nil {
+			n = depthOf(u) + 1
+		}
+		depth[d] = n
+		return n
+	}
+	total := 0
+	for _, d := range t.Devices {
+		total += depthOf(d)
+	}
+	backing := make([]*Device, total)
+	for _, d := range t.Devices {
+		n := depth[d]
+		d.ancestors, backing = backing[:n:n], backing[n:]
+		for i, u := 0, d.Upstream(); u != nil; i, u = i+1, u.Upstream() {
+			d.ancestors[i] = u
+		}
+	}
+}
+
+// Ancestors returns the bridges above d, nearest first, as repeated Upstream()
+// calls give them: a VF's chain starts at its PF's parent. It is computed once by
+// NewTopology; callers must not modify it.
+func (d *Device) Ancestors() []*Device { return d.ancestors }
+
+// CommonUpstream returns the nearest device that is a or one of a's ancestors and
+// also b or one of b's ancestors, which is where the kernel's
+// calc_map_type_and_dist() (drivers/pci/p2pdma.c) stops, and the number of
+// Upstream() steps from a and from b to it. With no common device, common is nil and
+// the steps are the whole chain lengths, len(Ancestors())+1, as the kernel counts
+// them. It does not allocate.
+func CommonUpstream(a, b *Device) (common *Device, distA, distB int) {
+	// Chain k of x is x itself for k == 0 and x.ancestors[k-1] after it. Devices
+	// shared by both chains form the same tail of each, so compare from the
+	// root-bus ends and keep the last match.
+	at := func(x *Device, k int) *Device {
+		if k == 0 {
+			return x
+		}
+		return x.ancestors[k-1]
+	}
+	distA, distB = len(a.ancestors)+1, len(b.ancestors)+1
+	for ka, kb := len(a.ancestors), len(b.ancestors); ka >= 0 && kb >= 0; ka, kb = ka-1, kb-1 {
+		x := at(a, ka)
+		if x != at(b, kb) {
+			break
+		}
+		common, distA, distB = x, ka, kb
+	}
+	return common, distA, distB
 }
