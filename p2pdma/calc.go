@@ -286,7 +286,7 @@ func (c *Calculator) hostCase(ha, hb int32, why string) hostOutcome {
 	k := c.plat.Kernel
 	if !k.IsZero() && k.Compare(kernelCPURule) < 0 {
 		return hostOutcome{mapType: Unknown,
-			text: fmt.Sprintf("%s, and Linux %s decides such paths by rules older than 5.9 that are not modelled", why, k),
+			text:    fmt.Sprintf("%s, and Linux %s decides such paths by rules older than 5.9 that are not modelled", why, k),
 			unknown: fmt.Sprintf("host-bridge rules of Linux %s (before 5.9) are not modelled", k)}
 	}
 	if c.plat.cpuSupportsP2PDMA() {
@@ -473,8 +473,8 @@ func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Ver
 	}
 	fix.KernelParam = "pci=disable_acs_redir=" + strings.Join(names, ";")
 	v.Fix = fix
-	why := fmt.Sprintf("ACS redirect is set between the client and provider (on %s), so the kernel treats the "+
-		"path as one through the root complex", strings.Join(names, ", "))
+	why := fmt.Sprintf("ACS redirect is set on %s, between the client and provider, so the kernel treats "+
+		"the path as one through the root complex", strings.Join(names, ", "))
 	var out hostOutcome
 	if p.hb < 0 || q.hb < 0 {
 		out = c.noHost

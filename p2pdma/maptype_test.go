@@ -1,0 +1,124 @@
+package p2pdma
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMapTypeText(t *testing.T) {
+	for _, m := range []MapType{Unknown, NotSupported, BusAddr, ThruHostBridge} {
+		b, err := m.MarshalText()
+		if err != nil {
+			t.Fatalf("%v.MarshalText: %v", m, err)
+		}
+		if string(b) != m.String() {
+			t.Errorf("MarshalText = %q, String = %q", b, m.String())
+		}
+		var back MapType
+		if err := back.UnmarshalText(b); err != nil || back != m {
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", b, back, err, m)
+		}
+	}
+	got, err := json.Marshal(map[string]MapType{"a": BusAddr, "b": ThruHostBridge, "c": NotSupported, "d": Unknown})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"a":"bus-addr","b":"thru-host-bridge","c":"not-supported","d":"unknown"}`
+	if string(got) != want {
+		t.Errorf("JSON = %s; want %s", got, want)
+	}
+	if _, err := MapType(1).MarshalText(); err == nil {
+		t.Error("MarshalText of MapType(1) (the kernel's NONE) succeeded; want an error")
+	}
+	var m MapType
+	if err := m.UnmarshalText([]byte("none")); err == nil {
+		t.Error(`UnmarshalText("none") succeeded; want an error`)
+	}
+}
+
+func TestParseKernelVersion(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    KernelVersion
+		wantErr bool
+	}{
+		{in: "6.12.117-amd64", want: KernelVersion{6, 12}},
+		{in: "6.1", want: KernelVersion{6, 1}},
+		{in: "7.3.0-rc1", want: KernelVersion{7, 3}},
+		{in: "5.15.0-1045-nvidia", want: KernelVersion{5, 15}},
+		{in: "6.2-rc3", want: KernelVersion{6, 2}},
+		{in: "6", wantErr: true},
+		{in: "", wantErr: true},
+		{in: "x.1", wantErr: true},
+		{in: "6.x", wantErr: true},
+		{in: "0.1", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseKernelVersion(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParseKernelVersion(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("ParseKernelVersion(%q) = %v; want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func FuzzParseKernelVersion(f *testing.F) {
+	for _, s := range []string{"6.12.117-amd64", "6.1", "7.3.0-rc1", "4.19", "1.", ".1", "99.99"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseKernelVersion(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseKernelVersion(v.String())
+		if err != nil || back != v {
+			t.Fatalf("round trip of %q: %v -> %q -> %v, %v", s, v, v.String(), back, err)
+		}
+	})
+}
+
+func TestWhitelistFor(t *testing.T) {
+	ids := func(v KernelVersion) []string {
+		var out []string
+		for _, e := range WhitelistFor(v) {
+			out = append(out, e.String())
+		}
+		return out
+	}
+	base := []string{"8086:3c00", "8086:3c01", "8086:2f00", "8086:2f01", "8086:2030", "8086:2031",
+		"8086:2032", "8086:2033", "8086:2020", "8086:09a2"}
+	accel := []string{"8086:0b25", "8086:0cfe", "8086:11fb", "8086:1212", "8086:1216", "8086:4940",
+		"8086:4942", "8086:4944", "8086:4946", "8086:4948"}
+	next := []string{"10de:2f95", "10de:2f96", "10de:2f97", "10de:2f98", "1d17:1003", "1d17:1005",
+		"1d17:1006", "1d17:1007", "1d17:1008"}
+	cat := func(parts ...[]string) []string {
+		var out []string
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tests := []struct {
+		v    KernelVersion
+		want []string
+	}{
+		{KernelVersion{}, base},
+		{KernelVersion{5, 9}, base[:4]}, // Skylake-E and Ice Lake not pinned for 5.9-6.0
+		{KernelVersion{6, 1}, base},
+		{KernelVersion{6, 12}, base},
+		{KernelVersion{7, 1}, cat(base, []string{"1ae0:*"})}, // accelerators only via 7.1.y backport
+		{KernelVersion{7, 2}, cat(base, accel, []string{"1ae0:*"})},
+		{KernelVersion{7, 4}, cat(base, accel, []string{"1ae0:*"}, next)},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, ids(tt.v)); diff != "" {
+			t.Errorf("WhitelistFor(%v) mismatch (-want +got):\n%s", tt.v, diff)
+		}
+	}
+}
