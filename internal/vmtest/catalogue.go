@@ -1,0 +1,170 @@
+package vmtest
+
+// Catalogue returns the topologies the tier boots, in a fixed order. Each call builds
+// fresh values, so a caller may keep *Node pointers without sharing them.
+//
+// ACS expectations (../shared/reference/p2pdma-kernel.md §1.7, §4): QEMU implements
+// ACS only on pcie-root-port (capability 0x005f, Control 0 at reset). Without a vIOMMU
+// the kernel leaves Control at 0; with intel-iommu and intel_iommu=on it requests ACS
+// and programs SV|RR|CR|UF = 0x001d; pci=disable_acs_redir= then clears RR|CR|EC,
+// leaving 0x0011.
+func Catalogue() []*Topology {
+	var ts []*Topology
+
+	ts = append(ts, &Topology{
+		Name: "switch-nvme",
+		Doc:  "one x3130 switch with three NVMe below its downstream ports",
+		CPU:  "Skylake-Server",
+		Root: []*Node{rootPort(2, sw(dsp(ep(NVMe)), dsp(ep(NVMe)), dsp(ep(NVMe))))},
+	})
+
+	cmb, peer := ep(NVMe, "cmb_size_mb=64"), ep(NVMe)
+	ts = append(ts, &Topology{
+		Name:   "switch-cmb",
+		Doc:    "an NVMe with a 64 MiB CMB (a p2pmem provider) and a peer NVMe under one switch",
+		CPU:    "Skylake-Server",
+		Root:   []*Node{rootPort(2, sw(dsp(cmb), dsp(peer)))},
+		P2PMem: &P2PMemProof{Provider: cmb, Target: peer},
+	})
+
+	ts = append(ts, &Topology{
+		Name: "nested-switch",
+		Doc:  "a switch below a switch, NVMe at both levels, and a second root port",
+		CPU:  "Skylake-Server",
+		Root: []*Node{
+			rootPort(2, sw(dsp(sw(dsp(ep(NVMe)), dsp(ep(NVMe)))), dsp(ep(NVMe)))),
+			rootPort(3, ep(NVMe)),
+		},
+	})
+
+	ts = append(ts, &Topology{
+		Name: "multifunction",
+		Doc:  "two-function e1000e devices directly below a root port and below a switch port",
+		CPU:  "Skylake-Server",
+		Root: []*Node{
+			rootPort(2, at(ep(E1000E), 0, 0), at(ep(E1000E), 0, 1)),
+			rootPort(3, sw(dsp(at(ep(NVMe), 0, 0), at(ep(E1000E), 0, 1)), dsp(ep(NVMe)))),
+		},
+	})
+
+	ts = append(ts, &Topology{
+		Name: "pcie-pci-bridge",
+		Doc:  "conventional PCI devices (e1000, pci-testdev) behind a pcie-pci-bridge, next to an NVMe",
+		CPU:  "Skylake-Server",
+		Root: []*Node{
+			rootPort(2, pciBridge(at(ep(E1000), 1, 0), at(ep(TestDev), 2, 0))),
+			rootPort(3, ep(NVMe)),
+		},
+	})
+
+	ts = append(ts, &Topology{
+		Name:      "pxb-numa",
+		Doc:       "a pxb-pcie host bridge on NUMA node 1 beside pcie.0, an NVMe under each",
+		CPU:       "Skylake-Server",
+		NUMANodes: 2,
+		Root: []*Node{
+			rootPort(2, ep(NVMe)),
+			{Kind: PXB, Slot: 0x10, BusNr: 0x40, NUMANode: 1, Children: []*Node{
+				rootPort(0, sw(dsp(ep(NVMe)), dsp(ep(NVMe)))),
+			}},
+		},
+	})
+
+	ts = append(ts, &Topology{
+		Name:       "iommu-acs",
+		Doc:        "intel-iommu: the kernel enables ACS on root ports; a multifunction device below one loses bus-addr",
+		CPU:        "Skylake-Server",
+		IOMMU:      true,
+		ACSControl: 0x001d,
+		Root: []*Node{
+			rootPort(2, sw(dsp(ep(NVMe)), dsp(ep(NVMe)))),
+			rootPort(3, at(ep(NVMe), 0, 0), at(ep(E1000E), 0, 1)),
+		},
+	})
+
+	ts = append(ts, &Topology{
+		Name:       "iommu-acs-redir-off",
+		Doc:        "intel-iommu with pci=disable_acs_redir=pci:1b36:000c: RR and CR cleared again",
+		CPU:        "Skylake-Server",
+		IOMMU:      true,
+		Append:     []string{"pci=disable_acs_redir=pci:1b36:000c"},
+		ACSControl: 0x0011,
+		Root: []*Node{
+			rootPort(2, sw(dsp(ep(NVMe)), dsp(ep(NVMe)))),
+			rootPort(3, at(ep(NVMe), 0, 0), at(ep(E1000E), 0, 1)),
+		},
+	})
+
+	ts = append(ts, &Topology{
+		Name:   "epyc",
+		Doc:    "an AMD EPYC CPU: the kernel's Zen rule allows traffic through the host bridge",
+		CPU:    "EPYC",
+		CPUP2P: true,
+		Root: []*Node{
+			rootPort(2, ep(NVMe)),
+			rootPort(3, sw(dsp(ep(NVMe)), dsp(ep(NVMe)))),
+		},
+	})
+
+	ts = append(ts, &Topology{
+		Name:       "epyc-iommu",
+		Doc:        "EPYC with intel-iommu: ACS on root ports sends pairs through the host bridge, which Zen allows",
+		CPU:        "EPYC",
+		CPUP2P:     true,
+		IOMMU:      true,
+		ACSControl: 0x001d,
+		Root: []*Node{
+			rootPort(2, at(ep(NVMe), 0, 0), at(ep(NVMe), 0, 1)),
+			rootPort(3, ep(NVMe)),
+		},
+	})
+
+	pf := ep(NVMe, "subsys=subsys0", "sriov_max_vfs=2", "sriov_vq_flexible=4", "sriov_vi_flexible=2",
+		"max_ioqpairs=6", "msix_qsize=3")
+	pf.VFs = 2
+	ts = append(ts, &Topology{
+		Name:       "sriov-nvme",
+		Doc:        "an SR-IOV NVMe with two VFs enabled from the guest (a VF counts as its PF) and a peer",
+		CPU:        "Skylake-Server",
+		OracleOnly: true,
+		Extra:      []string{"-device", "nvme-subsys,id=subsys0,nqn=p2pkit-sriov"},
+		Root:       []*Node{rootPort(2, sw(dsp(pf), dsp(ep(NVMe))))},
+	})
+
+	return ts
+}
+
+// rootPort is a pcie-root-port at slot on its root bus with kids below it.
+func rootPort(slot uint8, kids ...*Node) *Node {
+	return &Node{Kind: RootPort, Slot: slot, Children: kids}
+}
+
+// sw is an x3130 switch: its upstream port, with the downstream ports at slots 0, 1, ...
+func sw(ports ...*Node) *Node {
+	for i, p := range ports {
+		p.Slot = uint8(i)
+	}
+	return &Node{Kind: Upstream, Children: ports}
+}
+
+// dsp is an xio3130 downstream port with kids below it.
+func dsp(kids ...*Node) *Node {
+	return &Node{Kind: Downstream, Children: kids}
+}
+
+// pciBridge is a pcie-pci-bridge with conventional PCI devices below it (slot 0 of
+// its secondary bus is taken by its SHPC, so place them with at()).
+func pciBridge(kids ...*Node) *Node {
+	return &Node{Kind: PCIBridge, Children: kids}
+}
+
+// ep is a device of kind k at 00.0 with extra -device properties.
+func ep(k Kind, props ...string) *Node {
+	return &Node{Kind: k, Props: props}
+}
+
+// at places n at slot.fn on its parent bus.
+func at(n *Node, slot, fn uint8) *Node {
+	n.Slot, n.Func = slot, fn
+	return n
+}

@@ -1,0 +1,114 @@
+package vmtest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// oracleTag starts every line the P2PDMA test kernel prints (see
+// ../shared/kernel/README.md and p2poracle.c there).
+const oracleTag = "pci-p2pdma: p2poracle: "
+
+// Verdict is one ordered pair as the kernel's calc_map_type_and_dist()
+// (drivers/pci/p2pdma.c) decided it. It has the field names of p2pcheck's pairs
+// JSON, so both decode into the same type.
+type Verdict struct {
+	Provider pcie.Address `json:"provider"`
+	Client   pcie.Address `json:"client"`
+	MapType  string       `json:"map_type"` // bus-addr, thru-host-bridge, not-supported, unknown
+	Distance int          `json:"distance"`
+}
+
+// String formats v as the oracle prints it.
+func (v Verdict) String() string {
+	return fmt.Sprintf("%s %s %s %d", v.Provider, v.Client, v.MapType, v.Distance)
+}
+
+// Oracle is the test kernel's whole report for one boot.
+type Oracle struct {
+	// CPUSupportsP2PDMA is the kernel's cpu_supports_p2pdma(): the AMD Zen rule.
+	CPUSupportsP2PDMA bool
+	Verdicts          []Verdict // in the order printed, self pairs included
+}
+
+// ParseOracle extracts the oracle's report from dmesg output. It is an error when the
+// begin or end line is missing (the kernel is not the test kernel, or `p2poracle` was
+// not on its command line, or the ring buffer overflowed), or when a line is
+// malformed.
+func ParseOracle(dmesg []byte) (Oracle, error) {
+	var (
+		o            Oracle
+		begun, ended bool
+		sc           = bufio.NewScanner(bytes.NewReader(dmesg))
+		mapTypes     = map[string]bool{"bus-addr": true, "thru-host-bridge": true, "not-supported": true, "unknown": true}
+		seen         = map[[2]pcie.Address]bool{}
+	)
+	for sc.Scan() {
+		_, rest, ok := strings.Cut(sc.Text(), oracleTag)
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		switch {
+		case len(f) == 2 && f[0] == "begin":
+			v, ok := strings.CutPrefix(f[1], "cpu_supports_p2pdma=")
+			if !ok || (v != "0" && v != "1") || begun {
+				return o, fmt.Errorf("vmtest: oracle: bad begin line %q", rest)
+			}
+			o.CPUSupportsP2PDMA, begun = v == "1", true
+		case len(f) == 1 && f[0] == "end":
+			if !begun || ended {
+				return o, fmt.Errorf("vmtest: oracle: end line out of place")
+			}
+			ended = true
+		case len(f) == 4:
+			if !begun || ended {
+				return o, fmt.Errorf("vmtest: oracle: verdict outside begin/end: %q", rest)
+			}
+			p, err1 := pcie.ParseAddress(f[0])
+			c, err2 := pcie.ParseAddress(f[1])
+			d, err3 := strconv.Atoi(f[3])
+			if err1 != nil || err2 != nil || err3 != nil || !mapTypes[f[2]] {
+				return o, fmt.Errorf("vmtest: oracle: bad verdict line %q", rest)
+			}
+			if seen[[2]pcie.Address{p, c}] {
+				return o, fmt.Errorf("vmtest: oracle: pair %s %s printed twice", p, c)
+			}
+			seen[[2]pcie.Address{p, c}] = true
+			o.Verdicts = append(o.Verdicts, Verdict{Provider: p, Client: c, MapType: f[2], Distance: d})
+		default:
+			return o, fmt.Errorf("vmtest: oracle: unrecognised line %q", rest)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return o, fmt.Errorf("vmtest: oracle: %w", err)
+	}
+	if !begun || !ended {
+		return o, fmt.Errorf("vmtest: oracle: report incomplete (begin %t, end %t)", begun, ended)
+	}
+	return o, nil
+}
+
+// Lines formats the report as the kernel printed it, without timestamps: the stable
+// form kept in testdata/vm.
+func (o Oracle) Lines() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%sbegin cpu_supports_p2pdma=%d\n", oracleTag, boolInt(o.CPUSupportsP2PDMA))
+	for _, v := range o.Verdicts {
+		fmt.Fprintf(&b, "%s%s\n", oracleTag, v)
+	}
+	fmt.Fprintf(&b, "%send\n", oracleTag)
+	return b.Bytes()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,483 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/sysfs"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/vm/<topology>-<kernel>/ from the guests (or P2PKIT_VM_UPDATE=1)")
+
+// Guest size and time limits. TCG on two shared cores boots a guest in a few
+// seconds; the timeout leaves room for a loaded CI runner.
+const (
+	guestMemMiB  = 512
+	guestSMP     = 1
+	guestTimeout = 4 * time.Minute
+)
+
+// env is what the tier needs from the host, resolved once.
+type env struct {
+	moduleRoot string
+	qemu       string
+	busybox    string
+	kernels    []Kernel
+	missing    map[string]string // kernel name -> why it is absent
+	bin        Binaries
+}
+
+// TestTopologies boots every catalogue topology on every kernel present and checks
+// the guest against the catalogue and the kernel: see the package documentation.
+func TestTopologies(t *testing.T) {
+	e := hostEnv(t)
+	var (
+		mu      sync.Mutex
+		summary []string
+	)
+	start := time.Now()
+	t.Cleanup(func() {
+		// Plain stdout, not t.Log, so that `make test-vm` can grep the table.
+		for _, l := range summary {
+			fmt.Println(l)
+		}
+		fmt.Printf("vmtest total %d runs %.0fs\n", len(summary), time.Since(start).Seconds())
+	})
+	for _, topo := range Catalogue() {
+		for _, kname := range []string{KernelDebian, KernelOracle} {
+			if topo.OracleOnly && kname != KernelOracle {
+				continue
+			}
+			run := topo.Name + "-" + kname
+			t.Run(run, func(t *testing.T) {
+				var secs float64
+				t.Cleanup(func() {
+					result := "PASS"
+					switch {
+					case t.Failed():
+						result = "FAIL"
+					case t.Skipped():
+						result = "SKIP"
+					}
+					mu.Lock()
+					summary = append(summary, fmt.Sprintf("vmtest %-22s %-7s %s %5.1fs", topo.Name, kname, result, secs))
+					mu.Unlock()
+				})
+				k, ok := e.kernel(kname)
+				if !ok {
+					SkipOrFail(t, "kernel %s: %s", kname, e.missing[kname])
+				}
+				secs = checkTopology(t, e, topo, k, run)
+			})
+		}
+	}
+}
+
+// checkTopology boots topo on k, keeps the captures and runs every check. It returns
+// the guest's wall time in seconds.
+func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string) float64 {
+	captures := []Capture{}
+	if e.bin.P2PCheckErr == nil {
+		captures = append(captures,
+			Capture{Name: "snapshot.tar.gz", Shell: "p2pcheck snapshot -o /tmp/s.tar.gz", File: "/tmp/s.tar.gz"},
+			Capture{Name: "topo.json", Shell: "p2pcheck topo --format json"},
+			Capture{Name: "pairs.json", Shell: "p2pcheck pairs --all --format json"})
+	}
+	if topo.P2PMem != nil && k.Oracle && e.bin.P2PMemErr == nil {
+		prov, _ := topo.Address(topo.P2PMem.Provider)
+		target, _ := topo.Address(topo.P2PMem.Target)
+		captures = append(captures, Capture{Name: "p2pmem.txt", Shell: fmt.Sprintf(
+			"n=$(ls /sys/bus/pci/devices/%s/nvme) && P2PKIT_P2PMEM_PROVIDER=%s P2PKIT_P2PMEM_TARGET=/dev/${n}n1 "+
+				"p2pmem.test -test.run '^TestGuestRoundTrip$' -test.v -test.count=1", target, prov)})
+	}
+	boot := Boot{Topology: topo, Kernel: k, Busybox: e.busybox, QEMU: e.qemu, Bin: e.bin,
+		Captures: captures, MemMiB: guestMemMiB, SMP: guestSMP, Timeout: guestTimeout, WorkDir: t.TempDir()}
+	res, err := boot.Run(context.Background())
+	secs := res.Duration.Seconds()
+	if err != nil {
+		t.Logf("qemu: %s", strings.Join(res.Cmdline, " "))
+		t.Fatalf("boot: %v\nconsole tail:\n%s", err, tail(res.Raw, 4000))
+	}
+	sec := res.Console.Sections
+	t.Logf("%s booted %s in %.1fs", k.Name, strings.TrimSpace(string(sec["uname"].Data)), secs)
+	if s, ok := sec["setup"]; ok && s.Status != 0 {
+		t.Fatalf("guest setup failed (status %d):\n%s", s.Status, s.Data)
+	}
+
+	dump, err := ParsePCIDump(sec[CapturePCI.Name].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oracle *Oracle
+	if k.Oracle {
+		o, err := ParseOracle(sec["dmesg"].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oracle = &o
+	}
+	dir := filepath.Join(e.moduleRoot, "testdata", "vm", run)
+	keep(t, dir, res, oracle, boot)
+
+	t.Run("tree", func(t *testing.T) {
+		// The guest's own view (busybox, no p2pkit code) against what the entry built.
+		for _, d := range DiffFuncs(topo.Want(), dump.Funcs) {
+			t.Error(d)
+		}
+	})
+	t.Run("kernel-facts", func(t *testing.T) { checkFacts(t, topo, dump) })
+	if oracle != nil {
+		t.Run("oracle", func(t *testing.T) { checkOracleShape(t, topo, dump, *oracle) })
+	}
+	t.Run("snapshot", func(t *testing.T) {
+		if e.bin.P2PCheckErr != nil {
+			t.Fatalf("p2pcheck did not build, so nothing was captured: %v", e.bin.P2PCheckErr)
+		}
+		checkSnapshot(t, topo, dump, sec)
+	})
+	t.Run("topo", func(t *testing.T) {
+		if e.bin.P2PCheckErr != nil {
+			t.Fatalf("p2pcheck did not build: %v", e.bin.P2PCheckErr)
+		}
+		checkTopo(t, dump, sec["topo.json"])
+	})
+	if oracle != nil {
+		t.Run("pairs", func(t *testing.T) {
+			if e.bin.P2PCheckErr != nil {
+				t.Fatalf("p2pcheck did not build: %v", e.bin.P2PCheckErr)
+			}
+			checkPairs(t, *oracle, sec["pairs.json"])
+		})
+	}
+	if topo.P2PMem != nil && k.Oracle {
+		t.Run("p2pmem", func(t *testing.T) {
+			if e.bin.P2PMemErr != nil {
+				t.Fatalf("p2pmem test binary did not build: %v", e.bin.P2PMemErr)
+			}
+			s := sec["p2pmem.txt"]
+			if s.Status != 0 || !bytes.Contains(s.Data, []byte("--- PASS: TestGuestRoundTrip")) {
+				t.Errorf("TestGuestRoundTrip in the guest (status %d) did not pass:\n%s", s.Status, s.Data)
+			}
+		})
+	}
+	return secs
+}
+
+// checkFacts compares what the kernel decided at boot (busybox view) with the entry:
+// ACS Control on exactly the root ports, IOMMU groups exactly with a vIOMMU, NUMA
+// nodes from pxb-pcie.
+func checkFacts(t *testing.T, topo *Topology, v View) {
+	wantACS := fmt.Sprintf("%04x", topo.ACSControl)
+	numa := map[string]int{"pci0000:00": -1}
+	for _, n := range topo.Root {
+		if n.Kind == PXB {
+			numa[fmt.Sprintf("pci0000:%02x", n.BusNr)] = n.NUMANode
+		}
+	}
+	for _, f := range v.Funcs {
+		got := v.Facts[f.Addr]
+		switch {
+		case f.Type == "root-port" && got.ACS != wantACS:
+			t.Errorf("%s root port: ACS Control %q, want %q", f.Addr, got.ACS, wantACS)
+		case f.Type != "root-port" && got.ACS != "":
+			t.Errorf("%s %s %s: unexpected ACS capability (Control %s)", f.Addr, f.ID, f.Type, got.ACS)
+		}
+		if topo.IOMMU != (got.IOMMUGroup >= 0) {
+			t.Errorf("%s: IOMMU group %d with vIOMMU %t", f.Addr, got.IOMMUGroup, topo.IOMMU)
+		}
+		if want, ok := numa[f.HostBridge]; !ok || got.NUMANode != want {
+			t.Errorf("%s on %s: NUMA node %d, want %d", f.Addr, f.HostBridge, got.NUMANode, want)
+		}
+	}
+}
+
+// checkOracleShape checks the oracle's report itself: one verdict for every ordered
+// pair of type-0 functions the guest has (self pairs included, distance 0) and the
+// CPU rule the entry expects.
+func checkOracleShape(t *testing.T, topo *Topology, v View, o Oracle) {
+	if o.CPUSupportsP2PDMA != topo.CPUP2P {
+		t.Errorf("cpu_supports_p2pdma=%t, want %t for -cpu %s", o.CPUSupportsP2PDMA, topo.CPUP2P, topo.CPU)
+	}
+	var endpoints []pcie.Address
+	for _, f := range v.Funcs {
+		if f.Bus == "" {
+			endpoints = append(endpoints, f.Addr)
+		}
+	}
+	want := map[[2]pcie.Address]bool{}
+	for _, p := range endpoints {
+		for _, c := range endpoints {
+			want[[2]pcie.Address{p, c}] = true
+		}
+	}
+	for _, vd := range o.Verdicts {
+		key := [2]pcie.Address{vd.Provider, vd.Client}
+		if !want[key] {
+			t.Errorf("oracle judged %s, which is not a pair of type-0 functions", vd)
+		}
+		delete(want, key)
+		if vd.Provider == vd.Client && (vd.Distance != 0 || vd.MapType != "bus-addr") {
+			t.Errorf("oracle self pair %s: want bus-addr 0", vd)
+		}
+	}
+	for k := range want {
+		t.Errorf("oracle has no verdict for %s %s", k[0], k[1])
+	}
+}
+
+// checkSnapshot loads the snapshot p2pcheck wrote in the guest through sysfs and
+// pcie, exactly as `p2pcheck --snapshot` would, and compares it with the entry and
+// with the busybox view: the tree, ACS Control, IOMMU groups and NUMA nodes.
+func checkSnapshot(t *testing.T, topo *Topology, dump View, sec map[string]Section) {
+	if l := sec["snapshot.tar.gz.log"]; l.Status != 0 {
+		t.Fatalf("p2pcheck snapshot in the guest: status %d:\n%s", l.Status, l.Data)
+	}
+	fsys, err := sysfs.ReadSnapshot(bytes.NewReader(sec["snapshot.tar.gz"].Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	recs, err := fsys.PCIRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := pcie.NewTopology(recs)
+	for _, err := range tp.Errors {
+		t.Errorf("snapshot topology: %v", err)
+	}
+	snap := ViewOf(tp)
+	for _, d := range DiffFuncs(topo.Want(), snap.Funcs) {
+		t.Errorf("snapshot tree: %s", d)
+	}
+	for _, f := range dump.Funcs {
+		if got, want := snap.Facts[f.Addr], dump.Facts[f.Addr]; got != want {
+			t.Errorf("%s: snapshot facts %+v, kernel (busybox) %+v", f.Addr, got, want)
+		}
+	}
+}
+
+// checkTopo checks that `p2pcheck topo --format json` succeeded, is JSON and names
+// every function of the guest.
+func checkTopo(t *testing.T, dump View, s Section) {
+	if s.Status != 0 {
+		t.Fatalf("p2pcheck topo: status %d:\n%s", s.Status, s.Data)
+	}
+	if !json.Valid(s.Data) {
+		t.Fatalf("p2pcheck topo --format json is not JSON:\n%s", tail(s.Data, 2000))
+	}
+	for _, f := range dump.Funcs {
+		if !bytes.Contains(s.Data, []byte(`"`+f.Addr.String()+`"`)) {
+			t.Errorf("topo JSON does not list %s", f.Addr)
+		}
+	}
+}
+
+// checkPairs compares every ordered pair of `p2pcheck pairs --all --format json` with
+// the kernel's own verdict. The pairs contract covers distinct functions only, so the
+// oracle's self pairs are compared only where p2pcheck prints them too.
+func checkPairs(t *testing.T, o Oracle, s Section) {
+	if s.Status != 0 {
+		t.Fatalf("p2pcheck pairs: status %d:\n%s", s.Status, s.Data)
+	}
+	var doc struct {
+		Pairs []Verdict `json:"pairs"`
+	}
+	if err := json.Unmarshal(s.Data, &doc); err != nil {
+		t.Fatalf("pairs JSON: %v\n%s", err, tail(s.Data, 2000))
+	}
+	got := map[[2]pcie.Address]Verdict{}
+	for _, p := range doc.Pairs {
+		got[[2]pcie.Address{p.Provider, p.Client}] = p
+	}
+	compared := 0
+	for _, want := range o.Verdicts {
+		key := [2]pcie.Address{want.Provider, want.Client}
+		g, ok := got[key]
+		delete(got, key)
+		switch {
+		case !ok && want.Provider == want.Client:
+			continue
+		case !ok:
+			t.Errorf("p2pcheck has no pair %s %s; kernel: %s", want.Provider, want.Client, want)
+		case g != want:
+			t.Errorf("p2pcheck %s, kernel %s", g, want)
+		}
+		compared++
+	}
+	for _, g := range got {
+		t.Errorf("p2pcheck pair %s that the kernel did not judge", g)
+	}
+	t.Logf("%d ordered pairs equal the kernel's", compared)
+}
+
+// keep writes the run's captures to testdata/vm/<run>/ under -update; otherwise it
+// compares the deterministic ones (busybox view, oracle lines) with the kept copies,
+// so that a change in QEMU or a kernel shows up instead of silently shifting
+// fixtures other packages test against.
+func keep(t *testing.T, dir string, res Result, o *Oracle, b Boot) {
+	files := map[string][]byte{"pci.txt": res.Console.Sections[CapturePCI.Name].Data}
+	if o != nil {
+		files["oracle.txt"] = o.Lines()
+	}
+	if !*update && os.Getenv("P2PKIT_VM_UPDATE") != "1" {
+		for name, data := range files {
+			old, err := os.ReadFile(filepath.Join(dir, name))
+			if errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s/%s missing: run the tier with P2PKIT_VM_UPDATE=1", dir, name)
+				continue
+			}
+			if !bytes.Equal(old, data) {
+				t.Errorf("%s/%s differs from this guest's (QEMU or kernel changed?): rerun with P2PKIT_VM_UPDATE=1 and review the diff", dir, name)
+			}
+		}
+		return
+	}
+	for _, name := range []string{"snapshot.tar.gz", "topo.json", "pairs.json", "p2pmem.txt"} {
+		if s, ok := res.Console.Sections[name]; ok && s.Status == 0 {
+			files[name] = s.Data
+		}
+	}
+	args := slices.Clone(res.Cmdline)
+	for i := range args {
+		args[i] = strings.ReplaceAll(args[i], b.WorkDir, "$WORK")
+		args[i] = strings.ReplaceAll(args[i], b.Kernel.Path, "$KERNEL")
+	}
+	files["meta.txt"] = fmt.Appendf(nil, "topology: %s\ndoc: %s\nkernel: %s %s\nqemu: %s\n",
+		b.Topology.Name, b.Topology.Doc, b.Kernel.Name,
+		strings.TrimSpace(string(res.Console.Sections["uname"].Data)), strings.Join(args, " "))
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// hostEnv finds QEMU, busybox and the kernels, and builds the guest binaries once.
+// Overrides: P2PKIT_QEMU, P2PKIT_BUSYBOX, P2PKIT_ORACLE_KERNEL, P2PKIT_DEBIAN_KERNEL,
+// P2PKIT_CACHE (where scripts/fetch-kernel.sh put Debian's kernel).
+func hostEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{missing: map[string]string{}}
+	var err error
+	if e.moduleRoot, err = moduleRoot(); err != nil {
+		t.Fatal(err)
+	}
+	e.qemu = os.Getenv("P2PKIT_QEMU")
+	if e.qemu == "" {
+		if e.qemu, err = exec.LookPath("qemu-system-x86_64"); err != nil {
+			SkipOrFail(t, "qemu-system-x86_64 not found (apt-get install qemu-system-x86): %v", err)
+		}
+	}
+	e.busybox = cmp.Or(os.Getenv("P2PKIT_BUSYBOX"), "/bin/busybox")
+	if err := isStaticELF(e.busybox); err != nil {
+		SkipOrFail(t, "no static busybox (apt-get install busybox-static): %v", err)
+	}
+	cache := os.Getenv("P2PKIT_CACHE")
+	if cache == "" {
+		if uc, err := os.UserCacheDir(); err == nil {
+			cache = filepath.Join(uc, "p2pkit")
+		}
+	}
+	for _, k := range []struct {
+		name, env, path, hint string
+		oracle                bool
+	}{
+		{KernelDebian, "P2PKIT_DEBIAN_KERNEL", DebianKernelPath(cache), "run scripts/fetch-kernel.sh", false},
+		{KernelOracle, "P2PKIT_ORACLE_KERNEL", OracleKernelPath(e.moduleRoot), "see ../shared/kernel/README.md", true},
+	} {
+		p := cmp.Or(os.Getenv(k.env), k.path)
+		if _, err := os.Stat(p); err != nil {
+			e.missing[k.name] = fmt.Sprintf("%v (%s, or set %s)", err, k.hint, k.env)
+			continue
+		}
+		e.kernels = append(e.kernels, Kernel{Name: k.name, Path: p, Oracle: k.oracle})
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go tool: %v", err)
+	}
+	e.bin = Build(context.Background(), goTool, e.moduleRoot, t.TempDir())
+	if e.bin.P2PCheckErr != nil {
+		t.Logf("p2pcheck checks will fail: %v", e.bin.P2PCheckErr)
+		e.bin.P2PCheck = ""
+	}
+	if e.bin.P2PMemErr != nil {
+		t.Logf("p2pmem checks will fail: %v", e.bin.P2PMemErr)
+		e.bin.P2PMemTest = ""
+	}
+	return e
+}
+
+func (e *env) kernel(name string) (Kernel, bool) {
+	for _, k := range e.kernels {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kernel{}, false
+}
+
+// moduleRoot walks up from the working directory (the package directory under go
+// test) to the directory holding go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("vmtest: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// isStaticELF rejects a missing file and a dynamically linked one (a busybox that
+// needs libc cannot run alone in the initramfs).
+func isStaticELF(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked", path)
+		}
+	}
+	return nil
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
