@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/sysfs"
+)
+
+// openFS opens the machine the flags name: a snapshot, or a root directory
+// (the live machine by default). Failing to open it means p2pcheck cannot
+// evaluate anything (exit 3).
+func (o *globalOptions) openFS() (sysfs.FS, error) {
+	if o.snapshot != "" {
+		fsys, err := sysfs.OpenSnapshot(o.snapshot)
+		if err != nil {
+			return sysfs.FS{}, noEvalError(err)
+		}
+		return fsys, nil
+	}
+	fsys, err := sysfs.NewFS(o.root)
+	if err != nil {
+		return sysfs.FS{}, noEvalError(err)
+	}
+	return fsys, nil
+}
+
+// load reads the machine into a node.Node. Warnings (unreadable files, a missing
+// pci.ids) go to stderr in text mode; JSON output carries them itself.
+func (o *globalOptions) load() (*node.Node, error) {
+	fsys, err := o.openFS()
+	if err != nil {
+		return nil, err
+	}
+	defer fsys.Close()
+	n, err := node.Load(fsys, node.Options{Kernel: o.kernel})
+	switch {
+	case errors.Is(err, node.ErrBadKernelVersion):
+		return nil, usageError("--kernel-version: %v", err)
+	case err != nil:
+		return nil, noEvalError(fmt.Errorf("reading %s: %w", o.source(), err))
+	}
+	return n, nil
+}
+
+// source names what is being analysed, for messages.
+func (o *globalOptions) source() string {
+	if o.snapshot != "" {
+		return "snapshot " + o.snapshot
+	}
+	if o.root == "/" {
+		return "this machine"
+	}
+	return "root " + o.root
+}
+
+// printWarnings reports what degraded the picture, on stderr so that stdout stays
+// parseable.
+func (o *globalOptions) printWarnings(n *node.Node) {
+	for _, w := range n.Warnings {
+		fmt.Fprintln(o.stderr, "p2pcheck: warning:", w)
+	}
+}

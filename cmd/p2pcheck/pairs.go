@@ -1,0 +1,66 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/p2pdma"
+	"github.com/p2pkit/p2pkit/pathclass"
+	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/render"
+)
+
+func newPairsCommand(o *globalOptions) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "pairs [--all]",
+		Short: "Give the kernel's P2PDMA verdict and the path class for every pair of devices",
+		Long: `pairs lists every ordered (provider, client) pair of the devices of interest — GPUs,
+NICs, NVMe controllers, accelerators and p2pmem providers — with the map type the
+kernel's calc_map_type_and_dist() (drivers/pci/p2pdma.c) gives it:
+
+  bus-addr          peer-to-peer below a common bridge, no ACS redirect on the way
+  thru-host-bridge  allowed, but the traffic turns at the root complex
+  not-supported     the kernel refuses the pair
+  unknown           a fact the kernel reads could not be read (run as root)
+
+the kernel's distance, the nvidia-smi path class (PIX, PXB, PHB, NODE, SYS) and the
+bridges whose ACS redirect sends the traffic up. --all covers every ordered pair of
+distinct type-0 functions, as the kernel would compute them.`,
+		Example: "  sudo p2pcheck pairs\n  sudo p2pcheck pairs --all --format json | jq '.pairs[] | select(.map_type != \"bus-addr\")'",
+		Args:    noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			n, err := o.load()
+			if err != nil {
+				return err
+			}
+			devs := n.Interesting()
+			if all {
+				devs = n.Topology.Endpoints()
+			}
+			seq := pairSeq(n, devs)
+			if o.format == "json" {
+				return render.PairsJSON(o.stdout, seq)
+			}
+			o.printWarnings(n)
+			return render.PairsText(o.stdout, seq, render.Style{Color: o.color()})
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "every ordered pair of distinct type-0 functions, not only devices of interest")
+	return cmd
+}
+
+// pairSeq yields every ordered pair of distinct functions of devs with its verdict
+// and path class.
+func pairSeq(n *node.Node, devs []*pcie.Device) func(func(render.Pair) bool) {
+	calc := p2pdma.NewCalculator(n.Topology, n.P2P)
+	return func(yield func(render.Pair) bool) {
+		for v := range calc.All(devs) {
+			a, b := n.Topology.Device(v.Provider), n.Topology.Device(v.Client)
+			p := render.Pair{Verdict: v, PathType: pathclass.NVSMI(a, b, 0).String()}
+			if !yield(p) {
+				return
+			}
+		}
+	}
+}

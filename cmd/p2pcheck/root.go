@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// globalOptions are the flags every command takes.
+type globalOptions struct {
+	root     string
+	snapshot string
+	format   string
+	noColor  bool
+	kernel   string
+	noNVML   bool
+
+	stdout, stderr io.Writer
+}
+
+const rootLong = `p2pcheck reads sysfs and PCI configuration space, rebuilds the PCIe tree and tells
+whether devices can DMA peer-to-peer exactly as the Linux kernel decides it
+(drivers/pci/p2pdma.c), how NVIDIA and NCCL classify each path (PIX/PXB/PHB/NODE/SYS),
+and whether the node is ready for GPUDirect P2P/RDMA and GDRCopy.
+
+Without a command it prints the node report: every check with its status and fix,
+and the one thing to fix first.
+
+Run as root for the full picture: without CAP_SYS_ADMIN the kernel shows only the
+first 64 bytes of configuration space, so ACS and port types are reported unknown.
+
+Exit codes: 0 ready (warnings allowed), 1 a check failed, 2 warnings present and
+--fail-on=warn given, 3 p2pcheck could not evaluate, 64 usage error.`
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &globalOptions{stdout: stdout, stderr: stderr}
+	ro := &reportOptions{global: o}
+	cmd := &cobra.Command{
+		Use:           "p2pcheck",
+		Short:         "PCIe peer-to-peer DMA and GPUDirect readiness for Linux",
+		Long:          rootLong,
+		Args:          noArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return ro.run(cmd)
+		},
+		PersistentPreRunE: func(*cobra.Command, []string) error { return o.validate() },
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%w (run 'p2pcheck --help')", err)}
+	})
+
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&o.root, "root", "/", "treat `DIR` as / (reads DIR/sys, DIR/proc, DIR/dev)")
+	pf.StringVar(&o.snapshot, "snapshot", "", "read the machine from a snapshot `FILE` (.tar.gz) made by 'p2pcheck snapshot'")
+	pf.StringVar(&o.format, "format", "text", "output format: text or json")
+	pf.BoolVar(&o.noColor, "no-color", false, "never color the text output (default: color on a terminal)")
+	pf.StringVar(&o.kernel, "kernel-version", "", "apply the P2PDMA host-bridge whitelist of this kernel `X.Y` (default: the analysed kernel's)")
+	pf.BoolVar(&o.noNVML, "no-nvml", false, "do not ask NVML for GPU facts (sysfs and config space only)")
+
+	ro.addFlags(cmd)
+	cmd.AddCommand(
+		newTopoCommand(o),
+		newSnapshotCommand(o),
+		newPairsCommand(o),
+		newPairCommand(o),
+		newMatrixCommand(o),
+		newGdrCommand(o),
+		newReportCommand(ro),
+	)
+	return cmd
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("%s: unexpected argument %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
+func (o *globalOptions) validate() error {
+	switch o.format {
+	case "text", "json":
+	default:
+		return usageError("--format must be text or json, not %q", o.format)
+	}
+	if o.snapshot != "" && o.root != "/" {
+		return usageError("--root and --snapshot exclude each other")
+	}
+	return nil
+}
+
+// color reports whether text output may use ANSI colors: only on a terminal, and
+// never with --no-color or NO_COLOR set (https://no-color.org).
+func (o *globalOptions) color() bool {
+	if o.noColor || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := o.stdout.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,90 @@
+// Package node gathers what p2pcheck knows about one machine, live or from a
+// snapshot: the PCIe topology with pci.ids names, the platform facts, and the
+// inputs of the kernel's P2PDMA rules. It is the one place where the I/O packages
+// (sysfs, pciids) meet the pure ones (pcie, p2pdma).
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/p2pkit/p2pkit/p2pdma"
+	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/sysfs"
+)
+
+// Options tune Load.
+type Options struct {
+	// Kernel overrides the kernel version whose P2PDMA whitelist applies
+	// ("6.12"); empty means the analysed kernel's own (/proc/version).
+	Kernel string
+	// PCIIDs is the pci.ids file to name devices from; empty searches the usual
+	// places. Names are optional: without a database devices are shown by ID.
+	PCIIDs string
+	// NoNames skips loading pci.ids.
+	NoNames bool
+}
+
+// Node is one machine as p2pcheck sees it.
+type Node struct {
+	Topology *pcie.Topology
+	Platform sysfs.Platform
+	// P2P holds the platform inputs of the kernel's P2PDMA decision.
+	P2P p2pdma.Platform
+	// Warnings are problems that degrade the picture without stopping it: an
+	// unreadable /proc file, a missing pci.ids, per-device read errors.
+	Warnings []error
+}
+
+// ErrBadKernelVersion is returned for an unusable Options.Kernel.
+var ErrBadKernelVersion = errors.New("node: bad kernel version")
+
+// Load reads the machine under fsys. It fails only when there is no PCI sysfs at
+// all; everything else degrades into Warnings.
+func Load(fsys sysfs.FS, opt Options) (*Node, error) {
+	n := &Node{}
+	var override p2pdma.KernelVersion
+	if opt.Kernel != "" {
+		v, err := p2pdma.ParseKernelVersion(opt.Kernel)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: %w", ErrBadKernelVersion, opt.Kernel, err)
+		}
+		override = v
+	}
+	recs, err := fsys.PCIRecords()
+	if err != nil {
+		return nil, err
+	}
+	n.Topology = pcie.NewTopology(recs)
+	for _, r := range recs {
+		if r.Err != nil {
+			n.Warnings = append(n.Warnings, r.Err)
+		}
+	}
+	n.Platform, err = fsys.Platform()
+	if err != nil {
+		n.Warnings = append(n.Warnings, err)
+	}
+	n.P2P = p2pPlatform(n.Platform, override)
+	if !opt.NoNames {
+		if err := annotate(n.Topology, opt.PCIIDs); err != nil {
+			n.Warnings = append(n.Warnings, err)
+		}
+	}
+	return n, nil
+}
+
+// p2pPlatform maps the platform facts to the inputs of the P2PDMA rules.
+func p2pPlatform(p sysfs.Platform, override p2pdma.KernelVersion) p2pdma.Platform {
+	var pp p2pdma.Platform
+	if p.CPU != nil {
+		pp.CPUVendor, pp.CPUFamily = p.CPU.VendorID, p.CPU.Family
+	}
+	switch {
+	case !override.IsZero():
+		pp.Kernel = override
+	case p.Kernel != nil:
+		pp.Kernel = p2pdma.KernelVersion{Major: p.Kernel.Major, Minor: p.Kernel.Minor}
+	}
+	return pp
+}

@@ -1,0 +1,148 @@
+package render
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/p2pkit/p2pkit/p2pdma"
+)
+
+// Pair is one row of `p2pcheck pairs`: the kernel's verdict and the path class.
+type Pair struct {
+	p2pdma.Verdict
+	// PathType is the nvidia-smi path class (PIX, PXB, PHB, NODE, SYS).
+	PathType string
+}
+
+// PairsJSON streams {"pairs":[...]} in the contract of DESIGN.md ("Pairs JSON"),
+// one object per pair as next yields them. It is written by hand rather than with
+// encoding/json: `pairs --all` on a large node emits a million objects.
+func PairsJSON(w io.Writer, pairs func(yield func(Pair) bool)) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	buf := make([]byte, 0, 512)
+	bw.WriteString(`{"pairs":[`)
+	first := true
+	for p := range pairs {
+		buf = buf[:0]
+		if !first {
+			buf = append(buf, ',')
+		}
+		first = false
+		buf = appendPair(buf, p)
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("\n]}\n")
+	return bw.Flush()
+}
+
+func appendPair(b []byte, p Pair) []byte {
+	b = append(b, "\n  {\"provider\":\""...)
+	b = append(b, p.Provider.String()...)
+	b = append(b, `","client":"`...)
+	b = append(b, p.Client.String()...)
+	b = append(b, `","map_type":"`...)
+	b = append(b, p.MapType.String()...)
+	b = append(b, `","distance":`...)
+	b = strconv.AppendInt(b, int64(p.Distance), 10)
+	b = append(b, `,"path_type":`...)
+	b = appendJSONString(b, p.PathType)
+	b = append(b, `,"acs_redirect":[`...)
+	for i, a := range p.ACSRedirect {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, a.String()...)
+		b = append(b, '"')
+	}
+	b = append(b, `],"reason":`...)
+	b = appendJSONString(b, p.Reason)
+	if p.Fix != nil {
+		b = append(b, `,"fix":{"kernel_param":`...)
+		b = appendJSONString(b, p.Fix.KernelParam)
+		b = append(b, `,"setpci":[`...)
+		for i, s := range p.Fix.Setpci {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, s)
+		}
+		b = append(b, "]}"...)
+	}
+	if len(p.Unknowns) > 0 {
+		b = append(b, `,"unknowns":[`...)
+		for i, s := range p.Unknowns {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, s)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and control
+// characters escaped, invalid UTF-8 replaced by U+FFFD as encoding/json does.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// PairsText writes one line per pair under a header: provider, client, map type,
+// distance, path class and the bridges whose ACS redirect forces the host bridge.
+func PairsText(w io.Writer, pairs func(yield func(Pair) bool), s Style) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	fmt.Fprintf(bw, "%-13s %-13s %-16s %4s %-4s  %s\n", "PROVIDER", "CLIENT", "MAP TYPE", "DIST", "PATH", "ACS REDIRECT / WHY")
+	for p := range pairs {
+		why := ""
+		switch {
+		case len(p.ACSRedirect) > 0:
+			why = fmt.Sprint(p.ACSRedirect)
+		case p.MapType != p2pdma.BusAddr:
+			why = p.Reason
+		}
+		fmt.Fprintf(bw, "%-13s %-13s %s %4d %-4s  %s\n", p.Provider, p.Client, mapTypeCell(p.MapType, s), p.Distance, p.PathType, why)
+	}
+	return bw.Flush()
+}
+
+// mapTypeCell pads before coloring so columns stay aligned.
+func mapTypeCell(m p2pdma.MapType, s Style) string {
+	cell := fmt.Sprintf("%-16s", m)
+	switch m {
+	case p2pdma.BusAddr:
+		return s.good(cell)
+	case p2pdma.ThruHostBridge:
+		return s.warn(cell)
+	}
+	return s.bad(cell)
+}

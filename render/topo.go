@@ -1,0 +1,415 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// TopoText writes the tree like `lspci -tv`, one host bridge at a time, each
+// function with its IDs and names, and an indented line of facts: port type,
+// driver, link (a degraded link marked), ACS control on bridges in lspci's words,
+// NUMA node, IOMMU group and the large BARs.
+func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
+	p := &printer{w: w}
+	for i, hb := range t.HostBridges {
+		if i > 0 {
+			p.line("")
+		}
+		p.line(s.bold(hb.Name) + s.dim(fmt.Sprintf("  host bridge, domain %04x, root bus %02x", hb.Domain, hb.Bus)))
+		for j, d := range hb.Devices {
+			topoNode(p, d, "", j == len(hb.Devices)-1, s)
+		}
+	}
+	if orphans := orphanDevices(t); len(orphans) > 0 {
+		p.line("")
+		p.line(s.warn("functions outside the tree (parent not found):"))
+		for i, d := range orphans {
+			topoNode(p, d, "", i == len(orphans)-1, s)
+		}
+	}
+	if len(t.Errors) > 0 {
+		p.line("")
+		p.line(s.warn(fmt.Sprintf("%d problem(s) while reading the tree:", len(t.Errors))))
+		for _, err := range t.Errors {
+			p.line("  " + err.Error())
+		}
+	}
+	return p.err
+}
+
+// orphanDevices returns functions that hang under no host bridge: their sysfs path
+// named a parent that was not read.
+func orphanDevices(t *pcie.Topology) []*pcie.Device {
+	var out []*pcie.Device
+	for _, d := range t.Devices {
+		if d.Parent == nil && d.HostBridge == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style) {
+	branch, cont := "├─ ", "│  "
+	if last {
+		branch, cont = "└─ ", "   "
+	}
+	p.line(indent + branch + s.bold(d.Address.String()) + " " + deviceTitle(d))
+	if facts := deviceFacts(d, s); facts != "" {
+		p.line(indent + cont + "   " + facts)
+	}
+	if line := acsLine(d, s); line != "" {
+		p.line(indent + cont + "   " + line)
+	}
+	for i, c := range d.Children {
+		topoNode(p, c, indent+cont, i == len(d.Children)-1, s)
+	}
+}
+
+// deviceTitle is "[10de:2335] 3D controller: NVIDIA Corporation GH100 [H200 SXM 141GB]".
+func deviceTitle(d *pcie.Device) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%04x:%04x]", d.Vendor, d.Record.Device)
+	class := d.ClassName
+	if class == "" {
+		class = fmt.Sprintf("class %06x", d.ClassCode())
+	}
+	b.WriteString(" " + class)
+	if name := deviceName(d); name != "" {
+		b.WriteString(": " + name)
+	}
+	return b.String()
+}
+
+// deviceName joins the vendor and device names from pci.ids, if any.
+func deviceName(d *pcie.Device) string {
+	switch {
+	case d.VendorName != "" && d.DeviceName != "":
+		return d.VendorName + " " + d.DeviceName
+	case d.VendorName != "":
+		return d.VendorName + fmt.Sprintf(" device %04x", d.Record.Device)
+	}
+	return ""
+}
+
+func deviceFacts(d *pcie.Device, s Style) string {
+	var f []string
+	if pt, ok := d.PortType(); ok {
+		f = append(f, pt.String())
+	} else if d.Config == nil || !d.Config.CapsKnown {
+		f = append(f, s.dim("port type unknown"))
+	}
+	if d.IsVF() {
+		f = append(f, "VF of "+d.PhysFn.String())
+	}
+	if n := len(d.VFs); n > 0 {
+		f = append(f, fmt.Sprintf("%d VFs", n))
+	}
+	if d.Driver != "" {
+		f = append(f, "driver "+d.Driver)
+	}
+	if l := linkText(d.Link(), s); l != "" {
+		f = append(f, l)
+	}
+	if d.NUMANode != nil {
+		f = append(f, "NUMA "+strconv.Itoa(*d.NUMANode))
+	}
+	if d.IOMMUGroup != nil {
+		f = append(f, "IOMMU group "+strconv.Itoa(*d.IOMMUGroup))
+	}
+	if bars := largeBARs(d); bars != "" {
+		f = append(f, bars)
+	}
+	if d.P2PMem != nil {
+		f = append(f, fmt.Sprintf("p2pmem %s (%s free)", SizeString(d.P2PMem.Size), SizeString(d.P2PMem.Available)))
+	}
+	if d.Err != nil {
+		f = append(f, s.warn("read error: "+d.Err.Error()))
+	}
+	return strings.Join(f, " · ")
+}
+
+// linkText is "Gen5 x16", or "Gen4 x8 (max Gen5 x16) DEGRADED"; "" with nothing known.
+func linkText(l pcie.LinkState, s Style) string {
+	if !l.Current.Known() && !l.Max.Known() {
+		return ""
+	}
+	if l.Current == l.Max || !l.Max.Known() {
+		return l.Current.String()
+	}
+	text := fmt.Sprintf("%s (max %s)", l.Current, l.Max)
+	if l.Degraded() {
+		text += " " + s.warn("DEGRADED")
+	}
+	return text
+}
+
+// largeBARs lists memory BARs of 1 MiB and more, the ones that matter for P2P
+// (a GPU's BAR1, an NVMe CMB), by lspci's region number: "BARs [0] 16 MiB,
+// [2] 256 GiB". NVIDIA counts a 64-bit BAR once, so its "BAR1" is region 2.
+func largeBARs(d *pcie.Device) string {
+	var out []string
+	for _, r := range d.BARs() {
+		if r.IsMem() && r.Size() >= 1<<20 {
+			out = append(out, fmt.Sprintf("[%d] %s", r.Index, SizeString(r.Size())))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "BARs " + strings.Join(out, ", ")
+}
+
+// acsLine describes ACS on functions that have (or may have) it: bridges always,
+// endpoints only when they have the capability.
+func acsLine(d *pcie.Device, s Style) string {
+	acs, known := d.ACS()
+	switch {
+	case !known && d.IsBridge():
+		return s.dim("ACSCtl: unknown (config space past 64 bytes needs root)")
+	case acs == nil:
+		return ""
+	}
+	return "ACSCtl: " + acsBits(acs.Control, s)
+}
+
+// acsBits is lspci's rendering with the redirect bits the kernel tests
+// (RR, CR, EC; drivers/pci/p2pdma.c pci_bridge_has_acs_redir) colored when set.
+func acsBits(ctrl uint16, s Style) string {
+	words := strings.Fields(pcie.ACSString(ctrl))
+	for i, w := range words {
+		if strings.HasSuffix(w, "+") && (strings.HasPrefix(w, "ReqRedir") || strings.HasPrefix(w, "CmpltRedir") || strings.HasPrefix(w, "EgressCtrl")) {
+			words[i] = s.bad(w)
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// SizeString prints a byte count in binary units: "256 GiB", "16 MiB", "512 B".
+func SizeString(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	i := 0
+	v := float64(n)
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	if v == float64(uint64(v)) {
+		return fmt.Sprintf("%d %s", uint64(v), units[i])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) line(s string) {
+	if p.err == nil {
+		_, p.err = io.WriteString(p.w, s+"\n")
+	}
+}
+
+// TopoJSON writes the full model: host bridges, switches, and every function with
+// its IDs, names, tree links, port type, link, ACS, BARs, SR-IOV and p2pmem facts.
+// Unknown facts are null, never a guessed value.
+func TopoJSON(w io.Writer, t *pcie.Topology) error {
+	doc := topoDoc{HostBridges: []hostBridgeDoc{}, Switches: []switchDoc{}, Devices: []deviceDoc{}, Errors: []string{}}
+	for _, hb := range t.HostBridges {
+		h := hostBridgeDoc{Name: hb.Name, Domain: fmt.Sprintf("%04x", hb.Domain), Bus: fmt.Sprintf("%02x", hb.Bus), Devices: addrs(hb.Devices)}
+		doc.HostBridges = append(doc.HostBridges, h)
+	}
+	for _, sw := range t.Switches {
+		doc.Switches = append(doc.Switches, switchDoc{Upstream: sw.Upstream.Address, Downstream: addrs(sw.Downstream), Inferred: sw.Inferred})
+	}
+	for _, d := range t.Devices {
+		doc.Devices = append(doc.Devices, newDeviceDoc(d))
+	}
+	for _, err := range t.Errors {
+		doc.Errors = append(doc.Errors, err.Error())
+	}
+	return writeJSON(w, doc)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func addrs(ds []*pcie.Device) []pcie.Address {
+	out := make([]pcie.Address, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, d.Address)
+	}
+	return out
+}
+
+type topoDoc struct {
+	HostBridges []hostBridgeDoc `json:"host_bridges"`
+	Switches    []switchDoc     `json:"switches"`
+	Devices     []deviceDoc     `json:"devices"`
+	Errors      []string        `json:"errors"`
+}
+
+type hostBridgeDoc struct {
+	Name    string         `json:"name"`
+	Domain  string         `json:"domain"`
+	Bus     string         `json:"bus"`
+	Devices []pcie.Address `json:"root_bus_devices"`
+}
+
+type switchDoc struct {
+	Upstream   pcie.Address   `json:"upstream"`
+	Downstream []pcie.Address `json:"downstream"`
+	Inferred   bool           `json:"inferred"`
+}
+
+type deviceDoc struct {
+	Address         pcie.Address      `json:"address"`
+	HostBridge      *string           `json:"host_bridge"`
+	Parent          *pcie.Address     `json:"parent"`
+	Children        []pcie.Address    `json:"children"`
+	Vendor          string            `json:"vendor"`
+	Device          string            `json:"device"`
+	SubsystemVendor string            `json:"subsystem_vendor"`
+	SubsystemDevice string            `json:"subsystem_device"`
+	Class           string            `json:"class"`
+	Revision        string            `json:"revision"`
+	VendorName      string            `json:"vendor_name,omitempty"`
+	DeviceName      string            `json:"device_name,omitempty"`
+	ClassName       string            `json:"class_name,omitempty"`
+	SubsystemName   string            `json:"subsystem_name,omitempty"`
+	Driver          string            `json:"driver,omitempty"`
+	NUMANode        *int              `json:"numa_node"`
+	IOMMUGroup      *int              `json:"iommu_group"`
+	LocalCPUs       string            `json:"local_cpulist,omitempty"`
+	ConfigSize      int               `json:"config_size"`
+	HeaderType      *int              `json:"header_type"`
+	Bus             *busDoc           `json:"bus_numbers,omitempty"`
+	PortType        *string           `json:"port_type"`
+	Link            linkDoc           `json:"link"`
+	ACS             acsDoc            `json:"acs"`
+	BARs            []barDoc          `json:"bars"`
+	PhysFn          *pcie.Address     `json:"physfn,omitempty"`
+	VirtFns         []pcie.Address    `json:"virtfns,omitempty"`
+	SRIOV           *pcie.SRIOVCounts `json:"sriov,omitempty"`
+	P2PMem          *pcie.P2PMem      `json:"p2pmem,omitempty"`
+	NetDevs         []string          `json:"netdevs,omitempty"`
+	RDMADevs        []string          `json:"rdma_devices,omitempty"`
+	NVMeDevs        []string          `json:"nvme,omitempty"`
+	Error           string            `json:"error,omitempty"`
+}
+
+type busDoc struct {
+	Primary     string `json:"primary"`
+	Secondary   string `json:"secondary"`
+	Subordinate string `json:"subordinate"`
+}
+
+type linkDoc struct {
+	Current  *linkSide `json:"current"`
+	Max      *linkSide `json:"max"`
+	Degraded bool      `json:"degraded"`
+}
+
+type linkSide struct {
+	Generation int    `json:"generation"`
+	Speed      string `json:"speed"`
+	Width      int    `json:"width"`
+}
+
+// acsDoc: known false means config space past 64 bytes was unreadable.
+type acsDoc struct {
+	Known       bool    `json:"known"`
+	Present     bool    `json:"present"`
+	Capability  *string `json:"capability,omitempty"`
+	Control     *string `json:"control,omitempty"`
+	ControlText string  `json:"control_text,omitempty"`
+}
+
+type barDoc struct {
+	Index        int    `json:"index"`
+	Start        string `json:"start"`
+	Size         uint64 `json:"size"`
+	Mem          bool   `json:"mem"`
+	Is64         bool   `json:"is_64bit"`
+	Prefetchable bool   `json:"prefetchable"`
+}
+
+func newDeviceDoc(d *pcie.Device) deviceDoc {
+	doc := deviceDoc{
+		Address:         d.Address,
+		Children:        addrs(d.Children),
+		Vendor:          fmt.Sprintf("%04x", d.Vendor),
+		Device:          fmt.Sprintf("%04x", d.Record.Device),
+		SubsystemVendor: fmt.Sprintf("%04x", d.SubVendor),
+		SubsystemDevice: fmt.Sprintf("%04x", d.SubDevice),
+		Class:           fmt.Sprintf("%06x", d.ClassCode()),
+		Revision:        fmt.Sprintf("%02x", d.Revision),
+		VendorName:      d.VendorName,
+		DeviceName:      d.DeviceName,
+		ClassName:       d.ClassName,
+		SubsystemName:   d.SubsystemName,
+		Driver:          d.Driver,
+		NUMANode:        d.NUMANode,
+		IOMMUGroup:      d.IOMMUGroup,
+		LocalCPUs:       d.LocalCPUList,
+		ConfigSize:      len(d.Record.Config),
+		BARs:            []barDoc{},
+		PhysFn:          d.PhysFn,
+		VirtFns:         d.VirtFns,
+		SRIOV:           d.SRIOV,
+		P2PMem:          d.P2PMem,
+		NetDevs:         d.NetDevs,
+		RDMADevs:        d.RDMADevs,
+		NVMeDevs:        d.NVMeDevs,
+	}
+	if d.HostBridge != nil {
+		doc.HostBridge = &d.HostBridge.Name
+	}
+	if d.Parent != nil {
+		doc.Parent = &d.Parent.Address
+	}
+	if c := d.Config; c != nil {
+		ht := int(c.HeaderType)
+		doc.HeaderType = &ht
+		if c.HeaderType == 1 || c.HeaderType == 2 {
+			doc.Bus = &busDoc{Primary: fmt.Sprintf("%02x", c.PrimaryBus), Secondary: fmt.Sprintf("%02x", c.SecondaryBus), Subordinate: fmt.Sprintf("%02x", c.SubordinateBus)}
+		}
+	}
+	if pt, ok := d.PortType(); ok {
+		name := pt.String()
+		doc.PortType = &name
+	}
+	l := d.Link()
+	doc.Link = linkDoc{Current: newLinkSide(l.Current), Max: newLinkSide(l.Max), Degraded: l.Degraded()}
+	acs, known := d.ACS()
+	doc.ACS.Known = known
+	if acs != nil {
+		doc.ACS.Present = true
+		capStr, ctrlStr := fmt.Sprintf("0x%04x", acs.Capability), fmt.Sprintf("0x%04x", acs.Control)
+		doc.ACS.Capability, doc.ACS.Control = &capStr, &ctrlStr
+		doc.ACS.ControlText = pcie.ACSString(acs.Control)
+	}
+	for _, r := range d.BARs() {
+		doc.BARs = append(doc.BARs, barDoc{Index: r.Index, Start: fmt.Sprintf("0x%x", r.Start), Size: r.Size(), Mem: r.IsMem(), Is64: r.Is64(), Prefetchable: r.Prefetchable()})
+	}
+	if d.Err != nil {
+		doc.Error = d.Err.Error()
+	}
+	return doc
+}
+
+func newLinkSide(l pcie.Link) *linkSide {
+	if !l.Known() {
+		return nil
+	}
+	return &linkSide{Generation: int(l.Speed), Speed: l.Speed.GTs(), Width: l.Width}
+}
