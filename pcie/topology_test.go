@@ -588,3 +588,61 @@ func BenchmarkCommonUpstream(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(eps)*len(eps)), "pairs/op")
 }
+
+// FuzzNewTopology builds trees from arbitrary sysfs paths, one record per line
+// ("PATH" or "PATH PHYSFN"), and checks that the tree is consistent and every walk
+// ends.
+func FuzzNewTopology(f *testing.F) {
+	f.Add("pci0000:00/0000:00:01.0\npci0000:00/0000:00:01.0/0000:01:00.0\npci0000:00/0000:00:01.0/0000:01:00.1 0000:01:00.0")
+	f.Add("pci0000:00/0000:00:0e.0/pci10000:00/10000:00:01.0\npci0000:00/0000:00:0e.0/pci10000:00/10000:00:01.0/10000:01:00.0")
+	f.Add("pci0000:00/0000:00:01.0/0000:02:00.0/0000:01:00.0\npci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0")
+	f.Add("pci0000:00/0000:00:01.0 0000:00:01.0\npci0000:00/0000:00:02.0/0000:00:01.0")
+	f.Fuzz(func(t *testing.T, in string) {
+		var recs []Record
+		for line := range strings.Lines(in) {
+			p, pf, _ := strings.Cut(strings.TrimSpace(line), " ")
+			a, err := ParseAddress(path.Base(p))
+			if err != nil {
+				continue
+			}
+			r := Record{Address: a, Path: p, Class: 0x060400}
+			if b, err := ParseAddress(pf); err == nil {
+				r.PhysFn, r.Class = &b, 0x020000
+			}
+			recs = append(recs, r)
+		}
+		top := NewTopology(recs)
+		for _, d := range top.Devices {
+			if top.Device(d.Address) != d {
+				t.Fatalf("%s not found by address", d.Address)
+			}
+			if len(d.Ancestors()) > len(top.Devices) {
+				t.Fatalf("%s: %d ancestors among %d devices", d.Address, len(d.Ancestors()), len(top.Devices))
+			}
+			for _, c := range d.Children {
+				if c.Parent != d {
+					t.Errorf("%s lists child %s whose parent is %v", d.Address, c.Address, addrs(c.Parent))
+				}
+			}
+			if d.Parent != nil && !slices.Contains(d.Parent.Children, d) {
+				t.Errorf("%s missing from its parent's children", d.Address)
+			}
+			for _, o := range top.Devices {
+				c, da, db := CommonUpstream(d, o)
+				if c2, db2, da2 := CommonUpstream(o, d); c2 != c || da2 != da || db2 != db {
+					t.Fatalf("CommonUpstream(%s, %s) not symmetric", d.Address, o.Address)
+				}
+				if p := top.Path(d, o); p.Hops[0].Device != d || p.Hops[len(p.Hops)-1].Device != o {
+					t.Fatalf("Path(%s, %s) does not run between them", d.Address, o.Address)
+				}
+			}
+		}
+		for _, hb := range top.HostBridges {
+			for _, d := range hb.Devices {
+				if d.Parent != nil || d.HostBridge != hb {
+					t.Errorf("%s on root bus %s has parent %v", d.Address, hb.Name, addrs(d.Parent))
+				}
+			}
+		}
+	})
+}
