@@ -2,12 +2,15 @@ package sysfs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/p2pkit/p2pkit/pcie"
 )
@@ -27,66 +30,162 @@ const (
 // read and gets the first error in Record.Err: one bad function never empties the
 // result. The error is non-nil, wrapping [ErrNoSysfs], only when /sys/bus/pci/devices
 // itself cannot be listed.
+//
+// Every attribute costs one open and one read; nothing is stat'ed. Functions are read
+// in directory order, with the directories from /sys/devices down kept open, so each
+// is opened once, relative to its parent.
 func (fsys FS) PCIRecords() ([]pcie.Record, error) {
-	ents, err := fsys.t.readDir(busPCIDevices)
+	bus, err := fsys.t.sub(busPCIDevices)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, pathErr("open", busPCIDevices, err))
+	}
+	defer bus.close()
+	names, err := bus.names(".")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, pathErr("readdir", busPCIDevices, err))
 	}
-	buf := make([]byte, max(attrLimit, configLimit)+1)
-	recs := make([]pcie.Record, 0, len(ents))
-	for _, e := range ents {
-		a, err := pcie.ParseAddress(e.name)
-		if err != nil || a.String() != e.name {
+	type function struct {
+		rec pcie.Record
+		dir string // root-relative directory, once resolved
+	}
+	fns := make([]function, 0, len(names))
+	for _, name := range names {
+		a, err := pcie.ParseAddress(name)
+		if err != nil || a.String() != name {
 			continue // not a function: sysfs names them canonically
 		}
-		recs = append(recs, fsys.pciRecord(a, e, buf))
+		f := function{rec: pcie.Record{Address: a}}
+		link := join(busPCIDevices, name)
+		switch target, err := bus.readLink(name); {
+		case errors.Is(err, errNotLink):
+			f.dir = link // a plain directory, as in a hand-made tree
+			f.rec.Err = pathErr("readlink", link, fmt.Errorf("%w: want a link into /sys/devices", err))
+		case err != nil:
+			f.rec.Err = pathErr("readlink", link, err)
+		default:
+			f.dir, f.rec.Err = resolveLexical(link, target)
+			if rel, ok := strings.CutPrefix(f.dir, sysDevices+"/"); ok {
+				f.rec.Path = rel
+			} else if f.rec.Err == nil {
+				f.rec.Err = pathErr("readlink", link, fmt.Errorf("target %q is not below /sys/devices", target))
+			}
+		}
+		fns = append(fns, f)
+	}
+	// Directory order puts every bridge before the functions below it; each worker
+	// takes a contiguous run of it, so the directories it keeps open are shared by
+	// the functions it reads.
+	slices.SortFunc(fns, func(x, y function) int { return strings.Compare(x.dir, y.dir) })
+	workers := min(runtime.GOMAXPROCS(0), maxWorkers, (len(fns)+functionsPerWorker-1)/functionsPerWorker)
+	var wg sync.WaitGroup
+	for i := range workers {
+		chunk := fns[i*len(fns)/workers : (i+1)*len(fns)/workers]
+		wg.Go(func() {
+			w := dirWalker{root: fsys.t}
+			defer w.close()
+			buf := make([]byte, max(attrLimit, configLimit)+1)
+			for j := range chunk {
+				if chunk[j].dir != "" {
+					readFunction(&w, chunk[j].dir, buf, &chunk[j].rec)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	recs := make([]pcie.Record, len(fns))
+	for i := range fns {
+		recs[i] = fns[i].rec
 	}
 	slices.SortFunc(recs, func(x, y pcie.Record) int { return x.Address.Compare(y.Address) })
 	return recs, nil
 }
 
-// pciRecord reads the function whose /sys/bus/pci/devices entry is e, using buf as
-// scratch space.
-func (fsys FS) pciRecord(a pcie.Address, e dirEntry, buf []byte) pcie.Record {
-	r := pcie.Record{Address: a}
-	link := join(busPCIDevices, e.name)
-	dir := link
-	if e.typ&fs.ModeSymlink != 0 {
-		var err error
-		if dir, err = fsys.linkTarget(link); err != nil {
+// Reading sysfs scales with CPUs; a worker is worth starting for a few dozen
+// functions, and a handful of them saturate the kernel's sysfs locks.
+const (
+	maxWorkers         = 8
+	functionsPerWorker = 64
+)
+
+// readFunction reads the function directory dir into r, using buf as scratch space.
+func readFunction(w *dirWalker, dir string, buf []byte, r *pcie.Record) {
+	t, err := w.open(dir)
+	if err != nil {
+		if r.Err == nil {
 			r.Err = err
-			return r
 		}
+		return
 	}
-	if rel, ok := strings.CutPrefix(dir, sysDevices+"/"); ok {
-		r.Path = rel
-	} else {
-		r.Err = pathErr("readlink", link, fmt.Errorf("not a link into /sys/devices: %q", dir))
-	}
-	t, err := fsys.t.sub(dir)
+	names, err := t.names(".")
 	if err != nil {
-		r.Err = pathErr("open", dir, err)
-		return r
+		if r.Err == nil {
+			r.Err = pathErr("readdir", dir, err)
+		}
+		return
 	}
-	defer t.close()
-	ents, err := t.readDir(".")
-	if err != nil {
-		r.Err = pathErr("readdir", dir, err)
-		return r
-	}
-	d := &deviceDir{t: t, name: dir, ents: ents, buf: buf, rec: &r}
+	d := &deviceDir{t: t, name: dir, names: names, buf: buf, rec: r}
 	d.fill()
-	return r
+}
+
+// dirWalker opens directories one element at a time, keeping the chain from the root
+// to the last one open, so that walking a tree in sorted order opens each directory
+// once.
+type dirWalker struct {
+	root  tree
+	stack []openDir // each the parent of the next
+}
+
+type openDir struct {
+	name string // root-relative
+	t    tree
+}
+
+// open returns the directory name, opened below the deepest open ancestor. The walker
+// owns it.
+func (w *dirWalker) open(name string) (tree, error) {
+	for len(w.stack) > 0 {
+		top := w.stack[len(w.stack)-1]
+		if top.name == name {
+			return top.t, nil
+		}
+		if strings.HasPrefix(name, top.name+"/") {
+			break
+		}
+		top.t.close()
+		w.stack = w.stack[:len(w.stack)-1]
+	}
+	parent, prefix, rest := w.root, "", name
+	if len(w.stack) > 0 {
+		top := w.stack[len(w.stack)-1]
+		parent, prefix, rest = top.t, top.name, name[len(top.name)+1:]
+	}
+	for _, el := range strings.Split(rest, "/") {
+		prefix = join(prefix, el)
+		t, err := parent.sub(el)
+		if err != nil {
+			return nil, pathErr("open", prefix, err)
+		}
+		w.stack = append(w.stack, openDir{name: prefix, t: t})
+		parent = t
+	}
+	return parent, nil
+}
+
+func (w *dirWalker) close() {
+	for _, d := range w.stack {
+		d.t.close()
+	}
+	w.stack = nil
 }
 
 // deviceDir reads the attributes of one function's directory into rec. The listing
 // made first says which attributes exist, so no read is spent on an absent one.
 type deviceDir struct {
-	t    tree
-	name string // root-relative, for errors
-	ents []dirEntry
-	buf  []byte
-	rec  *pcie.Record
+	t     tree
+	name  string   // root-relative, for errors
+	names []string // the directory's entries, sorted
+	buf   []byte
+	rec   *pcie.Record
 }
 
 // fail keeps the first error.
@@ -96,25 +195,22 @@ func (d *deviceDir) fail(err error) {
 	}
 }
 
-// has reports whether the directory lists name, and its type.
-func (d *deviceDir) has(name string) (fs.FileMode, bool) {
-	i, ok := slices.BinarySearchFunc(d.ents, name, func(e dirEntry, n string) int { return strings.Compare(e.name, n) })
-	if !ok {
-		return 0, false
-	}
-	return d.ents[i].typ, true
+// has reports whether the directory lists name.
+func (d *deviceDir) has(name string) bool {
+	_, ok := slices.BinarySearch(d.names, name)
+	return ok
 }
 
 // attr reads the attribute name, no longer than limit, and hands it to parse. A missing
 // attribute is an error when required and otherwise leaves parse uncalled.
 func (d *deviceDir) attr(name string, limit int, required bool, parse func([]byte) error) {
-	if _, ok := d.has(name); !ok {
+	if !d.has(name) {
 		if required {
 			d.fail(pathErr("read", join(d.name, name), fs.ErrNotExist))
 		}
 		return
 	}
-	b, err := readBounded(d.t, name, d.name, d.buf[:limit+1])
+	b, err := readBounded(d.t, name, d.name, d.buf[:limit+1], false)
 	if err != nil {
 		d.fail(err)
 		return
@@ -135,10 +231,10 @@ func (d *deviceDir) hex(name string, bitSize int, required bool, set func(uint64
 	})
 }
 
-// link reads the link name; ok is false when it is absent or not a link.
+// link reads the link name; ok is false when it is absent. One that is not a link is
+// an error.
 func (d *deviceDir) link(name string) (target string, ok bool) {
-	typ, ok := d.has(name)
-	if !ok || typ&fs.ModeSymlink == 0 {
+	if !d.has(name) {
 		return "", false
 	}
 	target, err := d.t.readLink(name)
@@ -163,21 +259,17 @@ func (d *deviceDir) linkedAddress(name string) (pcie.Address, bool) {
 	return a, true
 }
 
-// names lists the directory name (net, infiniband, nvme), nil when it is absent.
-func (d *deviceDir) names(name string) []string {
-	if typ, ok := d.has(name); !ok || !typ.IsDir() {
+// list lists the directory name (net, infiniband, nvme), nil when it is absent.
+func (d *deviceDir) list(name string) []string {
+	if !d.has(name) {
 		return nil
 	}
-	ents, err := d.t.readDir(name)
+	names, err := d.t.names(name)
 	if err != nil {
 		d.fail(pathErr("readdir", join(d.name, name), err))
 		return nil
 	}
-	out := make([]string, len(ents))
-	for i, e := range ents {
-		out[i] = e.name
-	}
-	return out
+	return names
 }
 
 func (d *deviceDir) fill() {
@@ -231,9 +323,9 @@ func (d *deviceDir) fill() {
 	d.virtFns()
 	d.sriov()
 	d.p2pmem()
-	r.NetDevs = d.names("net")
-	r.RDMADevs = d.names("infiniband")
-	r.NVMeDevs = d.names("nvme")
+	r.NetDevs = d.list("net")
+	r.RDMADevs = d.list("infiniband")
+	r.NVMeDevs = d.list("nvme")
 }
 
 // linkAttrs reads <which>_link_speed and <which>_link_width, present on PCI Express
@@ -257,8 +349,8 @@ func (d *deviceDir) virtFns() {
 		name string
 	}
 	var vfs []vf
-	for _, e := range d.ents {
-		num, ok := strings.CutPrefix(e.name, "virtfn")
+	for _, name := range d.names {
+		num, ok := strings.CutPrefix(name, "virtfn")
 		if !ok {
 			continue
 		}
@@ -266,7 +358,7 @@ func (d *deviceDir) virtFns() {
 		if err != nil || n < 0 {
 			continue
 		}
-		vfs = append(vfs, vf{n, e.name})
+		vfs = append(vfs, vf{n, name})
 	}
 	slices.SortFunc(vfs, func(a, b vf) int { return a.n - b.n })
 	for _, v := range vfs {
@@ -279,7 +371,7 @@ func (d *deviceDir) virtFns() {
 // sriov reads sriov_totalvfs and sriov_numvfs of a physical function
 // (drivers/pci/iov.c sriov_pf_dev_attrs).
 func (d *deviceDir) sriov() {
-	if _, ok := d.has("sriov_totalvfs"); !ok {
+	if !d.has("sriov_totalvfs") {
 		return
 	}
 	var c pcie.SRIOVCounts
@@ -300,31 +392,35 @@ func (d *deviceDir) sriov() {
 // p2pmem_group; Documentation/ABI/testing/sysfs-bus-pci). p2pmem/allocate is never
 // read: only its presence is recorded.
 func (d *deviceDir) p2pmem() {
-	if typ, ok := d.has("p2pmem"); !ok || !typ.IsDir() {
+	if !d.has("p2pmem") {
 		return
 	}
-	ents, err := d.t.readDir("p2pmem")
+	name := join(d.name, "p2pmem")
+	t, err := d.t.sub("p2pmem")
 	if err != nil {
-		d.fail(pathErr("readdir", join(d.name, "p2pmem"), err))
+		d.fail(pathErr("open", name, err))
 		return
 	}
-	sub := &deviceDir{t: d.t, name: d.name, ents: nil, buf: d.buf, rec: d.rec}
-	for _, e := range ents {
-		sub.ents = append(sub.ents, dirEntry{name: "p2pmem/" + e.name, typ: e.typ})
+	defer t.close()
+	names, err := t.names(".")
+	if err != nil {
+		d.fail(pathErr("readdir", name, err))
+		return
 	}
+	g := &deviceDir{t: t, name: name, names: names, buf: d.buf, rec: d.rec}
 	var p pcie.P2PMem
-	sub.attr("p2pmem/size", attrLimit, true, func(b []byte) (err error) {
+	g.attr("size", attrLimit, true, func(b []byte) (err error) {
 		p.Size, err = parseDecimal(b)
 		return err
 	})
-	sub.attr("p2pmem/available", attrLimit, true, func(b []byte) (err error) {
+	g.attr("available", attrLimit, true, func(b []byte) (err error) {
 		p.Available, err = parseDecimal(b)
 		return err
 	})
-	sub.attr("p2pmem/published", attrLimit, true, func(b []byte) (err error) {
+	g.attr("published", attrLimit, true, func(b []byte) (err error) {
 		p.Published, err = parseBool(b)
 		return err
 	})
-	_, p.Allocate = sub.has("p2pmem/allocate")
+	p.Allocate = g.has("allocate")
 	d.rec.P2PMem = &p
 }

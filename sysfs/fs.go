@@ -82,15 +82,20 @@ func (fsys FS) Close() error {
 // "." being the root itself. Symbolic links met inside a name are followed only while
 // they stay inside the tree; one that leads out is an error.
 type tree interface {
-	// readFile reads the file name into buf until end of file or until buf is full
-	// and returns the number of bytes read. The final link, if any, is followed.
-	readFile(name string, buf []byte) (int, error)
-	// readDir lists the directory name, sorted by name, without following the
-	// entries themselves.
+	// readFile reads the file name into buf and returns the number of bytes read.
+	// It stops when buf is full, at end of file, and, unless toEOF is set, after the
+	// first read that returns less than asked: a sysfs attribute is served whole by
+	// one read (fs/kernfs/file.c). The final link, if any, is followed.
+	readFile(name string, buf []byte, toEOF bool) (int, error)
+	// names lists the directory name, sorted, without looking at the entries.
+	names(name string) ([]string, error)
+	// readDir lists the directory name with the type of each entry, sorted by
+	// name, without following the entries themselves. It may stat every entry.
 	readDir(name string) ([]dirEntry, error)
 	// lstat describes name without following a final link.
 	lstat(name string) (fileInfo, error)
-	// readLink returns the target of the link name as stored.
+	// readLink returns the target of the link name as stored, errNotLink when name
+	// is not a link.
 	readLink(name string) (string, error)
 	// sub returns the tree rooted at directory name; links inside it are confined
 	// to it. The caller closes it.
@@ -154,13 +159,13 @@ func resolveLexical(name, target string) (string, error) {
 
 // readFile reads the whole file name, at most limit bytes; a longer file is an error.
 func (fsys FS) readFile(name string, limit int) ([]byte, error) {
-	return readBounded(fsys.t, name, "", make([]byte, limit+1))
+	return readBounded(fsys.t, name, "", make([]byte, limit+1), limit > attrLimit)
 }
 
 // readBounded reads name from t into buf, which is one byte longer than the largest
 // acceptable file. Errors name prefix/name.
-func readBounded(t tree, name, prefix string, buf []byte) ([]byte, error) {
-	n, err := t.readFile(name, buf)
+func readBounded(t tree, name, prefix string, buf []byte, toEOF bool) ([]byte, error) {
+	n, err := t.readFile(name, buf, toEOF)
 	if err != nil {
 		return nil, pathErr("read", join(prefix, name), err)
 	}

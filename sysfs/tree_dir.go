@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // dirTree is a directory on disk, confined with [os.Root]: the standard library refuses
@@ -15,7 +16,7 @@ type dirTree struct {
 	r *os.Root
 }
 
-func (t dirTree) readFile(name string, buf []byte) (int, error) {
+func (t dirTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
 	// openFlags keeps a FIFO or a terminal in a hostile tree from blocking or
 	// becoming the controlling terminal.
 	f, err := t.r.OpenFile(name, openFlags, 0)
@@ -27,14 +28,32 @@ func (t dirTree) readFile(name string, buf []byte) (int, error) {
 	for n < len(buf) {
 		m, err := f.Read(buf[n:])
 		n += m
-		if errors.Is(err, io.EOF) || (m == 0 && err == nil) {
+		if errors.Is(err, io.EOF) || m == 0 && err == nil {
 			break
 		}
 		if err != nil {
 			return n, err
 		}
+		if !toEOF && n < len(buf) {
+			break
+		}
 	}
 	return n, nil
+}
+
+func (t dirTree) names(name string) ([]string, error) {
+	f, err := t.r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Readdirnames, unlike ReadDir on a file opened in a Root, stats nothing.
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 func (t dirTree) readDir(name string) ([]dirEntry, error) {
@@ -68,7 +87,11 @@ func (t dirTree) lstat(name string) (fileInfo, error) {
 }
 
 func (t dirTree) readLink(name string) (string, error) {
-	return t.r.Readlink(name)
+	target, err := t.r.Readlink(name)
+	if errors.Is(err, syscall.EINVAL) {
+		return "", errNotLink
+	}
+	return target, err
 }
 
 func (t dirTree) sub(name string) (tree, error) {

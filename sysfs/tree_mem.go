@@ -86,7 +86,7 @@ func splitName(name string) []string {
 	return strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
 }
 
-func (t memTree) readFile(name string, buf []byte) (int, error) {
+func (t memTree) readFile(name string, buf []byte, _ bool) (int, error) {
 	n, err := t.walk(name, true)
 	if err != nil {
 		return 0, err
@@ -113,6 +113,22 @@ func (t memTree) readDir(name string) ([]dirEntry, error) {
 		out = append(out, dirEntry{name: name, typ: c.mode.Type()})
 	}
 	slices.SortFunc(out, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+func (t memTree) names(name string) ([]string, error) {
+	n, err := t.walk(name, true)
+	if err != nil {
+		return nil, err
+	}
+	if !n.isDir() {
+		return nil, errNotDir
+	}
+	out := make([]string, 0, len(n.children))
+	for name := range n.children {
+		out = append(out, name)
+	}
+	slices.Sort(out)
 	return out, nil
 }
 

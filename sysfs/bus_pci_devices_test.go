@@ -1,0 +1,373 @@
+package sysfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+func mustAddr(t testing.TB, s string) pcie.Address {
+	t.Helper()
+	a, err := pcie.ParseAddress(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// h200GPU is what the capture says of GPU at addr (testdata/h200-2gpu-vm/README.md):
+// Gen5 x16, BAR0 16 MiB, BAR1 (resource index 2) 256 GiB, BAR3 (index 4) 32 MiB.
+func h200GPU(t testing.TB, addr string, bar0, bar1, bar3 uint64) pcie.Record {
+	const flags = 0x14220c // IORESOURCE_MEM | PREFETCH | MEM_64 | SIZEALIGN, BAR bits
+	return pcie.Record{
+		Address: mustAddr(t, addr), Path: "pci0000:00/" + addr,
+		Vendor: 0x10de, Device: 0x2335, SubVendor: 0x10de, SubDevice: 0x18bf,
+		Class: 0x030200, Revision: 0xa1, Driver: "nvidia", NUMANode: ptr(-1),
+		LocalCPUList: "0-31",
+		CurrentLink:  pcie.Link{Speed: 5, Width: 16},
+		MaxLink:      pcie.Link{Speed: 5, Width: 16},
+		Resources: []pcie.Resource{
+			{Index: 0, Start: bar0, End: bar0 + 16<<20 - 1, Flags: flags},
+			{Index: 2, Start: bar1, End: bar1 + 256<<30 - 1, Flags: flags},
+			{Index: 4, Start: bar3, End: bar3 + 32<<20 - 1, Flags: flags},
+		},
+	}
+}
+
+// ignoreConfig leaves the config bytes to separate checks.
+var ignoreConfig = cmpopts.IgnoreFields(pcie.Record{}, "Config")
+
+func TestPCIRecordsH200(t *testing.T) {
+	fsys, err := OpenSnapshot(h200Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := fsys.PCIRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for _, r := range recs {
+		addrs = append(addrs, r.Address.String())
+		if r.Err != nil {
+			t.Errorf("%s: %v", r.Address, r.Err)
+		}
+	}
+	wantAddrs := []string{"0000:00:00.0", "0000:00:01.0", "0000:00:02.0", "0000:00:03.0",
+		"0000:00:04.0", "0000:00:05.0", "0000:00:06.0", "0000:00:07.0"}
+	if diff := cmp.Diff(wantAddrs, addrs); diff != "" {
+		t.Fatalf("addresses (-want +got):\n%s", diff)
+	}
+	want := []pcie.Record{
+		h200GPU(t, "0000:00:06.0", 0x104002000000, 0x100000000000, 0x104000000000),
+		h200GPU(t, "0000:00:07.0", 0x104003000000, 0x108000000000, 0x104004000000),
+	}
+	if diff := cmp.Diff(want, recs[6:], ignoreConfig, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("GPU records (-want +got):\n%s", diff)
+	}
+	for _, r := range recs[6:] {
+		if len(r.Config) != 4096 || !bytes.HasPrefix(r.Config, []byte{0xde, 0x10, 0x35, 0x23}) {
+			t.Errorf("%s: config is %d bytes starting % x, want 4096 starting de 10 35 23",
+				r.Address, len(r.Config), r.Config[:min(4, len(r.Config))])
+		}
+	}
+	host := recs[0]
+	if host.Vendor != 0x8086 || host.Device != 0x0d57 || host.Class != 0x060000 || host.Driver != "" {
+		t.Errorf("host bridge = %04x:%04x class %06x driver %q, want 8086:0d57 class 060000 unbound",
+			host.Vendor, host.Device, host.Class, host.Driver)
+	}
+	if len(recs[1].Config) != 256 {
+		t.Errorf("virtio function config is %d bytes, want 256", len(recs[1].Config))
+	}
+}
+
+// TestPCIRecordsSameOnDisk reads the capture unpacked to a directory: the records must
+// equal those read from the tar, which shows both go through one code path.
+func TestPCIRecordsSameOnDisk(t *testing.T) {
+	snap, err := OpenSnapshot(h200Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := snap.PCIRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := NewFS(extract(t, h200Snapshot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	got, err := dir.PCIRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("directory records differ from snapshot records (-snapshot +dir):\n%s", diff)
+	}
+}
+
+// gpuEntries is a minimal function directory plus its bus link.
+func gpuEntries(bdf string, extra ...entry) []entry {
+	dir := "sys/devices/pci0000:00/" + bdf + "/"
+	es := []entry{
+		symlink("sys/bus/pci/devices/"+bdf, "../../../devices/pci0000:00/"+bdf),
+		file(dir+"vendor", "0x10de\n"),
+		file(dir+"device", "0x2335\n"),
+		file(dir+"class", "0x030200\n"),
+		file(dir+"config", string(make([]byte, 64))),
+	}
+	return append(es, extra...)
+}
+
+func TestPCIRecordsAttributes(t *testing.T) {
+	d := "sys/devices/pci0000:00/0000:00:06.0/"
+	entries := gpuEntries("0000:00:06.0",
+		file(d+"subsystem_vendor", "0x10de\n"),
+		file(d+"subsystem_device", "0x18bf\n"),
+		file(d+"revision", "0xa1\n"),
+		file(d+"numa_node", "1\n"),
+		file(d+"local_cpulist", "0-3,8-11\n"),
+		file(d+"current_link_speed", "8 GT/s\n"),
+		file(d+"current_link_width", "8\n"),
+		file(d+"max_link_speed", "16.0 GT/s PCIe\n"),
+		file(d+"max_link_width", "16\n"),
+		file(d+"resource", "0x0000000000001000 0x0000000000001fff 0x0000000000040200\n"+
+			"0x0000000000000000 0x0000000000000000 0x0000000000000000\n"),
+		file(d+"sriov_totalvfs", "4\n"),
+		file(d+"sriov_numvfs", "2\n"),
+		file(d+"p2pmem/size", "8388608\n"),
+		file(d+"p2pmem/available", "4194304\n"),
+		file(d+"p2pmem/published", "1\n"),
+		entry{name: d + "p2pmem/allocate", mode: 0o660},
+		symlink(d+"driver", "../../../bus/pci/drivers/nvme"),
+		symlink(d+"iommu_group", "../../../kernel/iommu_groups/17"),
+		symlink(d+"virtfn10", "../0000:00:06.3"),
+		symlink(d+"virtfn2", "../0000:00:06.2"),
+		symlink(d+"virtfn1", "../0000:00:06.1"),
+		directory(d+"net/eth0"),
+		directory(d+"net/eth1"),
+		directory(d+"infiniband/mlx5_0"),
+		directory(d+"nvme/nvme3"),
+	)
+	entries = append(entries, gpuEntries("0000:00:06.1",
+		symlink("sys/devices/pci0000:00/0000:00:06.1/physfn", "../0000:00:06.0"))...)
+	want := []pcie.Record{{
+		Address: mustAddr(t, "0000:00:06.0"), Path: "pci0000:00/0000:00:06.0",
+		Vendor: 0x10de, Device: 0x2335, SubVendor: 0x10de, SubDevice: 0x18bf,
+		Class: 0x030200, Revision: 0xa1, Config: make([]byte, 64),
+		Driver: "nvme", NUMANode: ptr(1), IOMMUGroup: ptr(17), LocalCPUList: "0-3,8-11",
+		CurrentLink: pcie.Link{Speed: 3, Width: 8}, MaxLink: pcie.Link{Speed: 4, Width: 16},
+		Resources: []pcie.Resource{{Index: 0, Start: 0x1000, End: 0x1fff, Flags: 0x40200}},
+		VirtFns: []pcie.Address{
+			mustAddr(t, "0000:00:06.1"), mustAddr(t, "0000:00:06.2"), mustAddr(t, "0000:00:06.3")},
+		SRIOV:    &pcie.SRIOVCounts{TotalVFs: 4, NumVFs: 2},
+		P2PMem:   &pcie.P2PMem{Size: 8 << 20, Available: 4 << 20, Published: true, Allocate: true},
+		NetDevs:  []string{"eth0", "eth1"},
+		RDMADevs: []string{"mlx5_0"},
+		NVMeDevs: []string{"nvme3"},
+	}, {
+		Address: mustAddr(t, "0000:00:06.1"), Path: "pci0000:00/0000:00:06.1",
+		Vendor: 0x10de, Device: 0x2335, Class: 0x030200, Config: make([]byte, 64),
+		PhysFn: ptr(mustAddr(t, "0000:00:06.0")),
+	}}
+	dirFS, memFS := openBoth(t, entries)
+	for name, fsys := range map[string]FS{"dir": dirFS, "snapshot": memFS} {
+		got, err := fsys.PCIRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// TestPCIRecordsBadFunction checks that a malformed, truncated, missing or escaping
+// function gets its own error naming the path, and the others are still read.
+func TestPCIRecordsBadFunction(t *testing.T) {
+	good := gpuEntries("0000:00:01.0")
+	tests := []struct {
+		name    string
+		entries []entry
+		wantErr string // in the bad function's error
+	}{
+		{"malformed vendor", gpuEntries("0000:00:02.0", file("sys/devices/pci0000:00/0000:00:02.0/vendor", "zz\n")),
+			"/sys/devices/pci0000:00/0000:00:02.0/vendor"},
+		{"truncated resource", gpuEntries("0000:00:02.0", file("sys/devices/pci0000:00/0000:00:02.0/resource", "0x0000000000001000 0x00000")),
+			"/sys/devices/pci0000:00/0000:00:02.0/resource"},
+		{"bad link speed", gpuEntries("0000:00:02.0", file("sys/devices/pci0000:00/0000:00:02.0/current_link_speed", "fast\n")),
+			"/sys/devices/pci0000:00/0000:00:02.0/current_link_speed"},
+		{"oversized attribute", gpuEntries("0000:00:02.0", file("sys/devices/pci0000:00/0000:00:02.0/local_cpulist", strings.Repeat("0", 5000))),
+			"/sys/devices/pci0000:00/0000:00:02.0/local_cpulist"},
+		{"missing class", []entry{
+			symlink("sys/bus/pci/devices/0000:00:02.0", "../../../devices/pci0000:00/0000:00:02.0"),
+			file("sys/devices/pci0000:00/0000:00:02.0/vendor", "0x10de\n"),
+			file("sys/devices/pci0000:00/0000:00:02.0/device", "0x10de\n"),
+			file("sys/devices/pci0000:00/0000:00:02.0/config", "\x00"),
+		}, "/sys/devices/pci0000:00/0000:00:02.0/class"},
+		{"link out of the root", []entry{symlink("sys/bus/pci/devices/0000:00:02.0", "../../../../../etc")},
+			"outside the root"},
+		{"absolute link", []entry{symlink("sys/bus/pci/devices/0000:00:02.0", "/sys/devices/pci0000:00/0000:00:01.0")},
+			"outside the root"},
+		{"dangling link", []entry{symlink("sys/bus/pci/devices/0000:00:02.0", "../../../devices/pci0000:00/0000:00:02.0")},
+			"/sys/devices/pci0000:00/0000:00:02.0"},
+		{"directory link leaving the root", []entry{
+			symlink("sys/bus/pci/devices/0000:00:02.0", "../../../devices/pci0000:00/0000:00:02.0"),
+			symlink("sys/devices/pci0000:00/0000:00:02.0", "../../../../outside"),
+		}, "/sys/devices/pci0000:00/0000:00:02.0"},
+		{"attribute link leaving the function", gpuEntries("0000:00:02.0",
+			file("sys/secret", "0x1234\n"),
+			symlink("sys/devices/pci0000:00/0000:00:02.0/subsystem_vendor", "../../../secret")),
+			"/sys/devices/pci0000:00/0000:00:02.0/subsystem_vendor"},
+		{"link loop", gpuEntries("0000:00:02.0",
+			symlink("sys/devices/pci0000:00/0000:00:02.0/revision", "revision")),
+			"/sys/devices/pci0000:00/0000:00:02.0/revision"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dirFS, memFS := openBoth(t, append(append([]entry{}, good...), tt.entries...))
+			for name, fsys := range map[string]FS{"dir": dirFS, "snapshot": memFS} {
+				recs, err := fsys.PCIRecords()
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if len(recs) != 2 {
+					t.Fatalf("%s: got %d records, want 2", name, len(recs))
+				}
+				if recs[0].Err != nil || recs[0].Vendor != 0x10de {
+					t.Errorf("%s: good function: vendor %04x, err %v", name, recs[0].Vendor, recs[0].Err)
+				}
+				if recs[1].Err == nil || !strings.Contains(recs[1].Err.Error(), tt.wantErr) {
+					t.Errorf("%s: bad function error = %v, want one containing %q", name, recs[1].Err, tt.wantErr)
+				}
+				if recs[1].Address != mustAddr(t, "0000:00:02.0") {
+					t.Errorf("%s: bad function address = %s", name, recs[1].Address)
+				}
+			}
+		})
+	}
+}
+
+// TestPCIRecordsUnprivilegedConfig reads a config file cut at 64 bytes, as the kernel
+// serves it to a reader without CAP_SYS_ADMIN.
+func TestPCIRecordsUnprivilegedConfig(t *testing.T) {
+	root := extract(t, h200Snapshot)
+	cfg := filepath.Join(root, "sys/devices/pci0000:00/0000:00:06.0/config")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, b[:64], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := NewFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	recs, err := fsys.PCIRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := recs[6]
+	if gpu.Err != nil || !bytes.Equal(gpu.Config, b[:64]) {
+		t.Errorf("config = %d bytes (err %v), want the first 64 bytes", len(gpu.Config), gpu.Err)
+	}
+}
+
+func TestPCIRecordsNoSysfs(t *testing.T) {
+	fsys, err := NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	_, err = fsys.PCIRecords()
+	if !errors.Is(err, ErrNoSysfs) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("err = %v, want ErrNoSysfs and fs.ErrNotExist", err)
+	}
+	if err != nil && !strings.Contains(err.Error(), "/sys/bus/pci/devices") {
+		t.Errorf("err = %v, want it to name /sys/bus/pci/devices", err)
+	}
+}
+
+// syntheticTree lays out n functions: root ports on bus 0 of one host bridge, each
+// with up to 32 endpoints below it, every function with the attributes PCIRecords
+// reads.
+func syntheticTree(n int) []entry {
+	var es []entry
+	fn := func(dir, bdf string, class string) {
+		p := dir + "/" + bdf
+		rel := strings.Repeat("../", strings.Count(p, "/")-1)
+		es = append(es,
+			symlink("sys/bus/pci/devices/"+bdf, "../../../"+strings.TrimPrefix(p, "sys/")),
+			file(p+"/vendor", "0x8086\n"), file(p+"/device", "0x1234\n"),
+			file(p+"/class", class+"\n"), file(p+"/revision", "0x01\n"),
+			file(p+"/subsystem_vendor", "0x8086\n"), file(p+"/subsystem_device", "0x0000\n"),
+			file(p+"/config", string(make([]byte, 256))),
+			file(p+"/numa_node", "0\n"), file(p+"/local_cpulist", "0-63\n"),
+			file(p+"/current_link_speed", "16.0 GT/s PCIe\n"), file(p+"/current_link_width", "16\n"),
+			file(p+"/max_link_speed", "16.0 GT/s PCIe\n"), file(p+"/max_link_width", "16\n"),
+			file(p+"/resource", strings.Repeat("0x0000000000000000 0x0000000000000000 0x0000000000000000\n", 13)),
+			symlink(p+"/driver", rel+"bus/pci/drivers/pcieport"),
+			symlink(p+"/iommu_group", rel+"kernel/iommu_groups/1"),
+		)
+	}
+	count := 0
+	for port := 1; port < 32 && count < n; port++ {
+		rp := fmt.Sprintf("0000:00:%02x.0", port)
+		fn("sys/devices/pci0000:00", rp, "0x060400")
+		count++
+		for dev := 0; dev < 32 && count < n; dev++ {
+			fn("sys/devices/pci0000:00/"+rp, fmt.Sprintf("0000:%02x:%02x.0", port, dev), "0x020000")
+			count++
+		}
+	}
+	return es
+}
+
+func TestSyntheticTree(t *testing.T) {
+	dirFS, memFS := openBoth(t, syntheticTree(40))
+	for name, fsys := range map[string]FS{"dir": dirFS, "snapshot": memFS} {
+		recs, err := fsys.PCIRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 40 {
+			t.Fatalf("%s: %d records, want 40", name, len(recs))
+		}
+		ep := recs[2] // 0000:01:00.0, below the first root port, after the two ports
+		if ep.Err != nil || ep.Path != "pci0000:00/0000:00:01.0/0000:01:00.0" || ep.Class != 0x020000 ||
+			ep.Driver != "pcieport" || ep.IOMMUGroup == nil || *ep.IOMMUGroup != 1 || len(ep.Resources) != 0 {
+			t.Errorf("%s: endpoint = %+v", name, ep)
+		}
+	}
+}
+
+// BenchmarkPCIRecords reads a tree of 1000 functions from disk; the whole topology
+// must load in well under 50 ms.
+func BenchmarkPCIRecords(b *testing.B) {
+	dir := b.TempDir()
+	writeTree(b, dir, syntheticTree(1000))
+	fsys, err := NewFS(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fsys.Close()
+	for b.Loop() {
+		recs, err := fsys.PCIRecords()
+		if err != nil || len(recs) != 1000 {
+			b.Fatalf("%d records, err %v", len(recs), err)
+		}
+	}
+}

@@ -1,0 +1,363 @@
+package sysfs
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// captureLimit bounds a sysfs file a capture copies: one page of the largest page size
+// Linux uses (64 KiB on some arm64 and ppc64 kernels).
+const captureLimit = 64 << 10
+
+// SnapshotSummary says what [WriteSnapshot] wrote.
+type SnapshotSummary struct {
+	Members int // tar members written
+	// Skipped holds one error, naming the path, per file that exists but could not
+	// be read and was left out (a file only root may read, for example).
+	Skipped []error
+}
+
+// WriteSnapshot captures what p2pkit reads from src as a gzip'd tar on w, in the
+// snapshot format of DESIGN.md: members named sys/..., proc/..., dev/... and boot/...
+// as on the live system, links kept as links with their relative targets.
+//
+// For every PCI function it stores the /sys/bus/pci/devices/<bdf> link and, in the
+// function's directory and every ancestor directory up to /sys/devices/pciDDDD:BB, the
+// readable plain attribute files (config included, as much of it as the caller may
+// read), the driver, iommu_group, physfn and virtfnN links, the p2pmem/ attributes and
+// the names under net/, infiniband/ and nvme/ (as empty directories). It never reads a
+// file that maps or touches device memory or has effects on read: the BAR files
+// resource<N> and resource<N>_wc, rom, vpd and p2pmem/allocate (stored empty, for its
+// presence) are left out or not read, and so are write-only files (remove, rescan,
+// reset) and driver_override. The sriov_* attributes are read: their show routines
+// only report cached values (drivers/pci/iov.c).
+//
+// It also stores /proc/cpuinfo, cmdline, version, modules and devices,
+// /proc/driver/nvidia/{version,params}, /proc/driver/gdrdrv/params, /proc/config.gz
+// or else /boot/config-<release>, /sys/kernel/iommu_groups/*/type, the /sys/class/iommu
+// links, /sys/kernel/mm/memory_peers/*/version and the /dev/gdrdrv and /dev/nvidia*
+// nodes (type, mode and device number only), each when present.
+//
+// A file that cannot be read is left out and listed in the summary; the capture goes
+// on. The error is non-nil only when writing to w fails. Output is deterministic:
+// members are sorted by name and carry no time stamps.
+func WriteSnapshot(src FS, w io.Writer) (SnapshotSummary, error) {
+	c := &capture{src: src, members: map[string]*member{}, seen: map[string]bool{}}
+	c.pciFunctions()
+	c.procFiles()
+	c.platformFiles()
+	c.devNodes()
+	return c.write(w)
+}
+
+// member is one tar member to be written.
+type member struct {
+	typ          byte
+	perm         fs.FileMode
+	data         []byte
+	target       string
+	major, minor uint32
+}
+
+type capture struct {
+	src     FS
+	members map[string]*member
+	seen    map[string]bool // device directories already captured
+	skipped []error
+}
+
+func (c *capture) skip(err error) { c.skipped = append(c.skipped, err) }
+
+// add records m at name and a directory member for each missing parent.
+func (c *capture) add(name string, m *member) {
+	for d := path.Dir(name); d != "." && c.members[d] == nil; d = path.Dir(d) {
+		c.members[d] = &member{typ: tar.TypeDir, perm: 0o755}
+	}
+	c.members[name] = m
+}
+
+// file copies the regular file name, at most limit bytes. An absent file is left out
+// silently, as is one nobody may read (write-only attributes).
+func (c *capture) file(name string, limit int) {
+	fi, err := c.src.t.lstat(name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.skip(pathErr("lstat", name, err))
+		}
+		return
+	}
+	if !fi.mode.IsRegular() || fi.mode.Perm()&0o444 == 0 {
+		return
+	}
+	b, err := c.src.readFile(name, limit)
+	if err != nil {
+		c.skip(err)
+		return
+	}
+	c.add(name, &member{typ: tar.TypeReg, perm: fi.mode.Perm(), data: b})
+}
+
+// link copies the link name with its target as stored.
+func (c *capture) link(name string) {
+	target, err := c.src.t.readLink(name)
+	if err != nil {
+		c.skip(pathErr("readlink", name, err))
+		return
+	}
+	c.add(name, &member{typ: tar.TypeSymlink, perm: 0o777, target: target})
+}
+
+// dir records the directory name itself.
+func (c *capture) dir(name string) {
+	if c.members[name] == nil {
+		c.add(name, &member{typ: tar.TypeDir, perm: 0o755})
+	}
+}
+
+func (c *capture) pciFunctions() {
+	ents, err := c.src.t.readDir(busPCIDevices)
+	if err != nil {
+		c.skip(pathErr("readdir", busPCIDevices, err))
+		return
+	}
+	c.dir(busPCIDevices)
+	for _, e := range ents {
+		link := join(busPCIDevices, e.name)
+		dir := link
+		if e.typ&fs.ModeSymlink != 0 {
+			c.link(link)
+			if dir, err = c.src.linkTarget(link); err != nil {
+				c.skip(err)
+				continue
+			}
+		}
+		c.deviceDir(dir)
+		// Ancestors up to the host bridge directory, /sys/devices/pciDDDD:BB.
+		for d := path.Dir(dir); strings.HasPrefix(d, sysDevices+"/"); d = path.Dir(d) {
+			c.deviceDir(d)
+		}
+	}
+}
+
+// deviceDir captures one function's or bridge's directory.
+func (c *capture) deviceDir(dir string) {
+	if c.seen[dir] {
+		return
+	}
+	c.seen[dir] = true
+	ents, err := c.src.t.readDir(dir)
+	if err != nil {
+		c.skip(pathErr("readdir", dir, err))
+		return
+	}
+	c.dir(dir)
+	for _, e := range ents {
+		name := join(dir, e.name)
+		switch {
+		case e.typ == 0:
+			if !neverRead(e.name) {
+				c.file(name, captureLimit)
+			}
+		case e.typ&fs.ModeSymlink != 0:
+			if keptLink(e.name) {
+				c.link(name)
+			}
+		case e.typ.IsDir():
+			switch e.name {
+			case "p2pmem":
+				c.p2pmem(name)
+			case "net", "infiniband", "nvme":
+				c.childNames(name)
+			}
+		}
+	}
+}
+
+// neverRead reports the attribute files a capture must not read: BARs mapped through
+// sysfs (pci-sysfs.c pci_create_attr: resource<N>, resource<N>_wc), the expansion ROM,
+// VPD (slow, and hangs some devices) and driver_override.
+func neverRead(name string) bool {
+	switch name {
+	case "rom", "vpd", "driver_override", "remove", "rescan", "reset":
+		return true
+	}
+	if n, ok := strings.CutPrefix(name, "resource"); ok && n != "" {
+		n = strings.TrimSuffix(n, "_wc")
+		_, err := strconv.Atoi(n)
+		return err == nil
+	}
+	return false
+}
+
+// keptLink reports the links of a function's directory that a capture keeps.
+func keptLink(name string) bool {
+	switch name {
+	case "driver", "iommu_group", "physfn":
+		return true
+	}
+	n, ok := strings.CutPrefix(name, "virtfn")
+	if !ok {
+		return false
+	}
+	_, err := strconv.Atoi(n)
+	return err == nil
+}
+
+// p2pmem captures the p2pmem group; allocate is stored empty, never read (reading it
+// is meaningless and mapping it allocates device memory).
+func (c *capture) p2pmem(dir string) {
+	c.dir(dir)
+	for _, f := range []string{"size", "available", "published"} {
+		c.file(join(dir, f), attrLimit)
+	}
+	alloc := join(dir, "allocate")
+	fi, err := c.src.t.lstat(alloc)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.skip(pathErr("lstat", alloc, err))
+		}
+		return
+	}
+	c.add(alloc, &member{typ: tar.TypeReg, perm: fi.mode.Perm()})
+}
+
+// childNames records the entries of dir as empty directories.
+func (c *capture) childNames(dir string) {
+	ents, err := c.src.t.readDir(dir)
+	if err != nil {
+		c.skip(pathErr("readdir", dir, err))
+		return
+	}
+	c.dir(dir)
+	for _, e := range ents {
+		c.dir(join(dir, e.name))
+	}
+}
+
+func (c *capture) procFiles() {
+	for _, f := range []string{
+		"proc/cpuinfo", "proc/cmdline", "proc/version", "proc/modules", "proc/devices",
+		"proc/driver/nvidia/version", "proc/driver/nvidia/params",
+		"proc/driver/gdrdrv/params", "proc/config.gz",
+	} {
+		c.file(f, procLimit)
+	}
+	if c.members["proc/config.gz"] != nil {
+		return
+	}
+	v, err := c.src.KernelVersion()
+	if err != nil || strings.Contains(v.Release, "/") {
+		return
+	}
+	c.file("boot/config-"+v.Release, procLimit)
+}
+
+func (c *capture) platformFiles() {
+	if ents, err := c.src.t.readDir(iommuGroups); err == nil {
+		c.dir(iommuGroups)
+		for _, e := range ents {
+			c.dir(join(iommuGroups, e.name))
+			c.file(join(iommuGroups, e.name, "type"), attrLimit)
+		}
+	}
+	const classIOMMU = "sys/class/iommu"
+	if ents, err := c.src.t.readDir(classIOMMU); err == nil {
+		c.dir(classIOMMU)
+		for _, e := range ents {
+			if e.typ&fs.ModeSymlink != 0 {
+				c.link(join(classIOMMU, e.name))
+			} else {
+				c.dir(join(classIOMMU, e.name))
+			}
+		}
+	}
+	if ents, err := c.src.t.readDir(memoryPeers); err == nil {
+		c.dir(memoryPeers)
+		for _, e := range ents {
+			c.dir(join(memoryPeers, e.name))
+			c.file(join(memoryPeers, e.name, "version"), attrLimit)
+		}
+	}
+}
+
+// devNodes records /dev/gdrdrv and /dev/nvidia* by type, mode and number; nothing in
+// /dev is ever opened.
+func (c *capture) devNodes() {
+	ents, err := c.src.t.readDir("dev")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.name != "gdrdrv" && !strings.HasPrefix(e.name, "nvidia") {
+			continue
+		}
+		name := join("dev", e.name)
+		fi, err := c.src.t.lstat(name)
+		if err != nil {
+			c.skip(pathErr("lstat", name, err))
+			continue
+		}
+		switch {
+		case fi.mode&fs.ModeSymlink != 0:
+			c.link(name)
+		case fi.mode&fs.ModeDevice != 0 && fi.hasDev:
+			typ := byte(tar.TypeBlock)
+			if fi.mode&fs.ModeCharDevice != 0 {
+				typ = tar.TypeChar
+			}
+			c.add(name, &member{typ: typ, perm: fi.mode.Perm(), major: fi.major, minor: fi.minor})
+		}
+	}
+}
+
+// write emits the members sorted by name, so parents precede their children.
+func (c *capture) write(w io.Writer) (SnapshotSummary, error) {
+	sum := SnapshotSummary{Skipped: c.skipped}
+	names := make([]string, 0, len(c.members))
+	for n := range c.members {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	zw := gzip.NewWriter(w)
+	tw := tar.NewWriter(zw)
+	epoch := time.Unix(0, 0)
+	for _, n := range names {
+		m := c.members[n]
+		hdr := &tar.Header{
+			Typeflag: m.typ,
+			Name:     n,
+			Mode:     int64(m.perm),
+			ModTime:  epoch,
+			Linkname: m.target,
+			Devmajor: int64(m.major),
+			Devminor: int64(m.minor),
+			Size:     int64(len(m.data)),
+		}
+		if m.typ == tar.TypeDir {
+			hdr.Name += "/"
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return sum, fmt.Errorf("sysfs: snapshot: %s: %w", n, err)
+		}
+		if _, err := tw.Write(m.data); err != nil {
+			return sum, fmt.Errorf("sysfs: snapshot: %s: %w", n, err)
+		}
+		sum.Members++
+	}
+	if err := tw.Close(); err != nil {
+		return sum, fmt.Errorf("sysfs: snapshot: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return sum, fmt.Errorf("sysfs: snapshot: %w", err)
+	}
+	return sum, nil
+}
