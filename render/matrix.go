@@ -56,7 +56,7 @@ func MatrixText(w io.Writer, m Matrix, s Style) error {
 		if names := append(append(append([]string{}, d.NetDevs...), d.RDMADevs...), d.NVMeDevs...); len(names) > 0 {
 			extra = " (" + strings.Join(names, ", ") + ")"
 		}
-		p.line(fmt.Sprintf("  %-*s%s %s%s", width, l+":", d.Address, deviceTitle(d), extra))
+		p.line(fmt.Sprintf("  %-*s %s %s%s", width, l+":", d.Address, deviceTitle(d), extra))
 	}
 	p.line("")
 	p.line("Legend:")

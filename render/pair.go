@@ -30,7 +30,10 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 	p.line(fmt.Sprintf("%s %s  →  %s %s", s.bold("provider"), titleOf(r.Path.From), s.bold("client"), titleOf(r.Path.To)))
 	p.line("")
 	p.line("path:")
-	turnAt := len(r.Path.Hops) - 1
+	// The hops climb from the provider to the turning point, then descend: with a
+	// common bridge the turn is that bridge, else the root complex after the
+	// provider's own chain (itself and its ancestors).
+	turnAt := len(r.Path.From.Ancestors())
 	for i, h := range r.Path.Hops {
 		if h.Device == r.Path.Common {
 			turnAt = i
@@ -53,7 +56,7 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 		if slices.Contains(v.ACSRedirect, d.Address) {
 			notes = append(notes, s.bad("← ACS redirect"))
 		}
-		marker := "  "
+		var marker string
 		switch {
 		case d == r.Path.Common:
 			marker = "◆ "
@@ -63,7 +66,7 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 		default:
 			marker = "↓ "
 		}
-		p.line(fmt.Sprintf("  %s%s %s", marker, d.Address, strings.Join(notes, " · ")))
+		p.line(strings.TrimRight(fmt.Sprintf("  %s%s %s", marker, d.Address, strings.Join(notes, " · ")), " "))
 		if r.Path.Common == nil && i == turnAt {
 			p.line(fmt.Sprintf("  ◆ %s", s.bold(hostTurn(r.Path))))
 		}
@@ -72,7 +75,7 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 		p.line(fmt.Sprintf("  narrowest link: %s", l))
 	}
 	p.line("")
-	p.line(fmt.Sprintf("kernel verdict:  %s, distance %d", mapTypeCell(v.MapType, s), v.Distance))
+	p.line(fmt.Sprintf("kernel verdict:  %s, distance %d", mapTypeWord(v.MapType, s), v.Distance))
 	if r.Reverse.MapType != v.MapType {
 		p.line(fmt.Sprintf("reverse (client as provider): %s, distance %d", r.Reverse.MapType, r.Reverse.Distance))
 	}

@@ -137,7 +137,13 @@ func PairsText(w io.Writer, pairs func(yield func(Pair) bool), s Style) error {
 
 // mapTypeCell pads before coloring so columns stay aligned.
 func mapTypeCell(m p2pdma.MapType, s Style) string {
-	cell := fmt.Sprintf("%-16s", m)
+	return colorMapType(m, fmt.Sprintf("%-16s", m), s)
+}
+
+// mapTypeWord is the map type, colored.
+func mapTypeWord(m p2pdma.MapType, s Style) string { return colorMapType(m, m.String(), s) }
+
+func colorMapType(m p2pdma.MapType, cell string, s Style) string {
 	switch m {
 	case p2pdma.BusAddr:
 		return s.good(cell)

@@ -10,5 +10,3 @@ func newReportCommand(ro *reportOptions) *cobra.Command {
 	return &cobra.Command{Use: "report"}
 }
 func newGdrCommand(o *globalOptions) *cobra.Command    { return &cobra.Command{Use: "gdr"} }
-func newMatrixCommand(o *globalOptions) *cobra.Command { return &cobra.Command{Use: "matrix"} }
-func newPairCommand(o *globalOptions) *cobra.Command   { return &cobra.Command{Use: "pair"} }

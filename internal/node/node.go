@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/p2pkit/p2pkit/internal/gpu"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
@@ -31,6 +32,8 @@ type Node struct {
 	Platform sysfs.Platform
 	// P2P holds the platform inputs of the kernel's P2PDMA decision.
 	P2P p2pdma.Platform
+	// GPU holds NVML's facts once ProbeGPUs succeeded; nil otherwise.
+	GPU *gpu.Facts
 	// Warnings are problems that degrade the picture without stopping it: an
 	// unreadable /proc file, a missing pci.ids, per-device read errors.
 	Warnings []error

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/p2pkit/p2pkit/internal/gpu"
+	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/pathclass"
+	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/render"
+)
+
+func newMatrixCommand(o *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "matrix",
+		Short: "Show an nvidia-smi topo -m style grid over GPUs, NICs, NVMe and p2pmem providers",
+		Long: `matrix prints the connection class between every pair of GPUs, NICs, NVMe
+controllers, accelerators and p2pmem providers, with the legend of
+'nvidia-smi topo -m' (X, NV#, PIX, PXB, PHB, NODE, SYS) and each device's CPU and
+NUMA affinity. NVLink counts come from NVML on the live machine; --no-nvml (or a
+snapshot) uses sysfs and config space alone.`,
+		Example: "  p2pcheck matrix\n  p2pcheck matrix --no-nvml --format json",
+		Args:    noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			n, err := o.load()
+			if err != nil {
+				return err
+			}
+			o.probeGPUs(n)
+			m := buildMatrix(n)
+			if o.format == "json" {
+				return render.MatrixJSON(o.stdout, m)
+			}
+			o.printWarnings(n)
+			return render.MatrixText(o.stdout, m, render.Style{Color: o.color()})
+		},
+	}
+}
+
+// probeGPUs asks NVML for GPU facts when that makes sense: on the live machine
+// and without --no-nvml. A missing NVML is normal and stays silent; any other
+// failure becomes a warning.
+func (o *globalOptions) probeGPUs(n *node.Node) {
+	if o.noNVML || o.snapshot != "" || o.root != "/" {
+		return
+	}
+	if err := n.ProbeGPUs(); err != nil && !errors.Is(err, gpu.ErrNoNVML) {
+		n.Warnings = append(n.Warnings, err)
+	}
+}
+
+// buildMatrix labels the devices of interest as nvidia-smi does (GPU0, NIC0, ...;
+// NVMe and p2pmem providers and accelerators get NVME0, MEM0, ACC0) and classes
+// every pair.
+func buildMatrix(n *node.Node) render.Matrix {
+	m := render.Matrix{NVLink: n.GPU != nil}
+	counts := map[string]int{}
+	for _, d := range n.Interesting() {
+		kind := "MEM"
+		switch {
+		case d.IsGPU():
+			kind = "GPU"
+		case d.IsNIC():
+			kind = "NIC"
+		case d.IsNVMe():
+			kind = "NVME"
+		case d.IsAccelerator():
+			kind = "ACC"
+		}
+		m.Labels = append(m.Labels, kind+strconv.Itoa(counts[kind]))
+		counts[kind]++
+		m.Devices = append(m.Devices, d)
+		m.CPUAffinity = append(m.CPUAffinity, orNA(d.LocalCPUList))
+		m.NUMAAffinity = append(m.NUMAAffinity, numaText(d))
+	}
+	m.Cells = make([][]string, len(m.Devices))
+	for i, a := range m.Devices {
+		m.Cells[i] = make([]string, len(m.Devices))
+		for j, b := range m.Devices {
+			nv := 0
+			if a.IsGPU() && b.IsGPU() && i != j {
+				nv = n.NVLinks(a, b)
+			}
+			m.Cells[i][j] = pathclass.NVSMI(a, b, nv).String()
+		}
+	}
+	return m
+}
+
+func numaText(d *pcie.Device) string {
+	if d.NUMANode == nil || *d.NUMANode < 0 {
+		return "N/A"
+	}
+	return fmt.Sprint(*d.NUMANode)
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "N/A"
+	}
+	return s
+}
