@@ -1,0 +1,69 @@
+// Package gdrcopy is a pure-Go client of gdrdrv, the kernel module of NVIDIA
+// GDRCopy: it pins CUDA device memory, maps its BAR1 pages into the process
+// and lets the CPU load and store them directly, which beats cudaMemcpy by
+// microseconds for small transfers. It speaks to /dev/gdrdrv with ioctl and
+// mmap, like libgdrapi 2.6, and needs neither cgo nor libgdrapi.
+//
+// The flow is [Open], [Driver.Pin], [Buffer.Map], then copies through the
+// [Mapping]. Every type has an idempotent Close; closing a Driver releases
+// every Buffer and Mapping still open through it.
+//
+// # Requirements
+//
+// gdrdrv 2.0 or later must be loaded and /dev/gdrdrv readable and writable
+// by the caller (insmod.sh creates it with mode 0666). Newer drivers unlock
+// more: GET_INFO_V2 from 2.4; attributes, PIN_BUFFER_V2, FORCE_PCIE pins and
+// mapping-type requests from 2.5. Device memory must come from cuMemAlloc,
+// cudaMalloc or cuMemCreate with gpuDirectRDMACapable set, on a GPU that
+// supports GPUDirect RDMA (not GeForce), and should have
+// CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set so that synchronous CUDA copies are
+// ordered with BAR accesses; this package does not set it.
+//
+// # Alignment
+//
+// gdrdrv works in 64 KiB GPU pages. [Driver.Pin] accepts any address and
+// rounds the pinned range out to whole GPU pages, but gdrdrv maps a pin only
+// from the start of its first GPU page and refuses one that starts inside a
+// page (gdrdrv.c gdrdrv_mmap: "offset != 0 is not supported"), because the
+// rest of that page may belong to another allocation. To map memory,
+// over-allocate by 64 KiB and pin from the first 64 KiB boundary, as
+// gdrcopy's own tests do. [Buffer.Map] reports [ErrUnaligned] otherwise.
+//
+// # Invalidation
+//
+// When gdrdrv runs in non-persistent mode (the default before 2.5) and the
+// CUDA allocation is freed while pinned, the NVIDIA driver calls gdrdrv's
+// free callback, which sets the buffer's callback flag and tears down the
+// mapping; any later access to it raises SIGBUS. Copies through a [Mapping]
+// catch that fault and return [ErrInvalidated], and every later copy fails
+// fast on a flag, at the cost of one atomic load per copy. Checking the
+// driver's flag before every copy instead would cost an ioctl, more than a
+// small copy itself; libgdrapi does not check it on copies either and leaves
+// gdr_get_callback_flag to the caller, which is [Buffer.Invalidated] here. In
+// persistent mode (the default since 2.5) freeing does not invalidate: the
+// mapping keeps reading the old data until unpinned.
+//
+// # Concurrency
+//
+// All types are safe for concurrent use. Copies through one Mapping take only
+// a shared lock of that Mapping: copies on distinct mappings, or on the same
+// one, run in parallel with no process-wide lock (libgdrapi itself is not
+// thread-safe and NCCL serialises it globally). Close waits for the copies in
+// flight, then unmaps, so a racing copy fails cleanly with an error matching
+// [fs.ErrClosed] rather than touching unmapped memory.
+//
+// # Processes
+//
+// gdrdrv serves only the thread group that opened the device node: ioctl and
+// mmap from any other process fail with EACCES (gdrdrv.c
+// gdrdrv_check_same_process), and mappings are not inherited across fork
+// (VM_DONTCOPY). A descriptor inherited by a child or received over
+// SCM_RIGHTS is therefore useless; such errors match [ErrForeignProcess].
+// The device is opened with O_CLOEXEC so that exec does not leak it.
+//
+// # Errors
+//
+// Errors wrap the few sentinels of this package where one applies, and the
+// kernel's errno otherwise; errors.Is matches [fs.ErrNotExist] and
+// [fs.ErrPermission] where the errno means that.
+package gdrcopy
