@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/p2pkit/p2pkit/gdrcopy"
+)
+
+type apiPerfOptions struct {
+	size   int
+	iters  int
+	warmup int
+}
+
+func newAPIPerfCommand(o *globalOptions) *cobra.Command {
+	ao := &apiPerfOptions{}
+	cmd := &cobra.Command{
+		Use:   "apiperf",
+		Short: "cost of pin, map, get_info, unmap and unpin per size (gdrcopy_apiperf)",
+		Long: `apiperf times each gdrdrv operation on buffers from 64 KiB to -s, doubling,
+like gdrcopy_apiperf: -w untimed warm-up rounds, then -n timed rounds of pin,
+map, get info, unmap and unpin. It prints the mean of each in microseconds.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if ao.size < gpuPageSize || ao.iters < 1 || ao.warmup < 0 {
+				return usageError("-s must be at least 65536, -n positive and -w not negative")
+			}
+			return ao.run(o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVarP(&ao.size, "size", "s", 16<<20, "largest buffer size in bytes")
+	f.IntVarP(&ao.iters, "iters", "n", 100, "timed rounds per size")
+	f.IntVarP(&ao.warmup, "warmup", "w", 10, "untimed warm-up rounds per size")
+	return cmd
+}
+
+// apiRow is one buffer size of apiperf: the mean time of each operation.
+type apiRow struct {
+	Size      int     `json:"size"`
+	PinUS     float64 `json:"pin_us"`
+	MapUS     float64 `json:"map_us"`
+	GetInfoUS float64 `json:"get_info_us"`
+	UnmapUS   float64 `json:"unmap_us"`
+	UnpinUS   float64 `json:"unpin_us"`
+}
+
+func (ao *apiPerfOptions) run(o *globalOptions) (err error) {
+	e := o.setup("apiperf", uint64(ao.size))
+	defer func() {
+		if cerr := e.close(); err == nil && cerr != nil {
+			err = failError(cerr)
+		}
+	}()
+	if err := e.require(); err != nil {
+		if o.format == "json" {
+			if werr := o.writeJSON(e.rep); werr != nil {
+				return werr
+			}
+		}
+		return err
+	}
+	e.header()
+	rows := []apiRow{}
+	for size := gpuPageSize; size <= ao.size; size <<= 1 {
+		var total [5]time.Duration
+		for i := range ao.warmup + ao.iters {
+			t, err := e.apiRound(uint64(size))
+			if err != nil {
+				return failError(fmt.Errorf("size %d: %w", size, err))
+			}
+			if i >= ao.warmup {
+				for k := range t {
+					total[k] += t[k]
+				}
+			}
+		}
+		mean := func(k int) float64 { return us(total[k]) / float64(ao.iters) }
+		rows = append(rows, apiRow{Size: size, PinUS: mean(0), MapUS: mean(1), GetInfoUS: mean(2), UnmapUS: mean(3), UnpinUS: mean(4)})
+	}
+	e.rep.Results = rows
+	if o.format == "json" {
+		return o.writeJSON(e.rep)
+	}
+	tw := tabwriter.NewWriter(o.stdout, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "Size(B)\tpin.Time(us)\tmap.Time(us)\tget_info.Time(us)\tunmap.Time(us)\tunpin.Time(us)")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", r.Size, r.PinUS, r.MapUS, r.GetInfoUS, r.UnmapUS, r.UnpinUS)
+	}
+	return tw.Flush()
+}
+
+// apiRound pins, maps, queries, unmaps and unpins size bytes once and
+// returns the time of each step.
+func (e *env) apiRound(size uint64) (t [5]time.Duration, err error) {
+	start := time.Now()
+	buf, err := e.drv.Pin(e.va, size, gdrcopy.PinDefault)
+	if err != nil {
+		return t, err
+	}
+	t[0] = time.Since(start)
+
+	start = time.Now()
+	m, err := buf.Map()
+	if err != nil {
+		return t, errors.Join(err, buf.Close())
+	}
+	t[1] = time.Since(start)
+
+	start = time.Now()
+	_, err = buf.Info()
+	t[2] = time.Since(start)
+	if err != nil {
+		return t, errors.Join(err, buf.Close())
+	}
+
+	start = time.Now()
+	err = m.Close()
+	t[3] = time.Since(start)
+	if err != nil {
+		return t, errors.Join(err, buf.Close())
+	}
+
+	start = time.Now()
+	err = buf.Close()
+	t[4] = time.Since(start)
+	return t, err
+}
