@@ -194,7 +194,9 @@ func parseCmdline(b []byte) Cmdline {
 	c := Cmdline{Raw: raw}
 	s := raw
 	for {
-		s = strings.TrimLeft(s, " \t\n")
+		for s != "" && isBlank(s[0]) {
+			s = s[1:]
+		}
 		if s == "" {
 			break
 		}
@@ -202,7 +204,7 @@ func parseCmdline(b []byte) Cmdline {
 		i := 0
 		for ; i < len(s); i++ {
 			ch := s[i]
-			if !inQuote && (ch == ' ' || ch == '\t' || ch == '\n') {
+			if !inQuote && isBlank(ch) {
 				break
 			}
 			if ch == '"' {
@@ -228,6 +230,16 @@ func parseCmdline(b []byte) Cmdline {
 		c.Params = append(c.Params, Param{Name: name, Value: val, HasValue: has})
 	}
 	return c
+}
+
+// isBlank reports the bytes the kernel's isspace (lib/ctype.c) calls space: the C
+// white space characters and Latin-1 no-break space.
+func isBlank(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\v', '\f', '\r', 0xa0:
+		return true
+	}
+	return false
 }
 
 // KernelVersion is the running kernel's release, from /proc/version.
