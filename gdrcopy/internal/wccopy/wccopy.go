@@ -1,0 +1,93 @@
+// Package wccopy holds the CPU copy kernels that gdrcopy uses to move data
+// to and from GPU memory that gdrdrv maps write-combined (WC) into the
+// process through BAR1.
+//
+// Write-combined memory is uncached: every access is a bus transaction, the
+// device sees the access width the CPU used, and stores may linger in the
+// core's write-combining buffers until a fence drains them. Go's copy is
+// therefore unsuitable: it picks instructions for cached memory and issues
+// no fence. The kernels here follow the alignment ladder of libgdrapi 2.6
+// (src/memcpy_*.c, chosen by gdr_copy_to_mapping and gdr_copy_from_mapping
+// in gdrapi.c):
+//
+//  1. The alignment of the device-side pointer alone chooses the access
+//     width; the host side uses unaligned accesses where it must.
+//  2. Fewer than 16 bytes, the head that aligns the device pointer to 16,
+//     and the tail are copied with naturally aligned 1, 2, 4 and 8-byte
+//     accesses, always the widest one the address and the remaining length
+//     allow.
+//  3. One 16-byte operation brings the device pointer to 32-byte alignment
+//     and one 32-byte operation to 64; the bulk then moves in the widest
+//     operation the variant has (64, 32 or 16 bytes), with streaming stores
+//     (MOVNTDQ, VMOVNTDQ, MOVDIR64B) or streaming loads (MOVNTDQA,
+//     VMOVNTDQA).
+//  4. A fence ends every copy, so the stores have left the write-combining
+//     buffers (or the loads have completed) when the call returns.
+//
+// The variant is chosen once, at package initialisation, from the features
+// golang.org/x/sys/cpu reports, so GODEBUG=cpu.avx2=off and the like select
+// narrower kernels. Variants lists every kernel for tests and benchmarks.
+//
+// The kernels work on any memory. On ordinary write-back memory streaming
+// stores bypass the cache, so they lose to copy while the data would fit in
+// cache and win once it would not.
+package wccopy
+
+// A Variant is one implementation of the copy kernels.
+type Variant struct {
+	// Name identifies the variant: "movdir64b", "avx512", "avx2", "sse41",
+	// "sse2" or "generic".
+	Name string
+	// Available reports whether this CPU (as filtered by GODEBUG) and this
+	// build can run the variant.
+	Available bool
+	// ToDevice is the variant's kernel for stores to device memory, or nil
+	// if the variant has none.
+	ToDevice func(dst, src []byte) int
+	// FromDevice is the variant's kernel for loads from device memory, or
+	// nil if the variant has none.
+	FromDevice func(dst, src []byte) int
+}
+
+// Variants returns every variant this build knows, available or not, in
+// order of preference: ToDevice and FromDevice use the first available
+// variant that has a kernel for their direction. The last one, "generic",
+// is pure Go and always available.
+func Variants() []Variant {
+	return append([]Variant(nil), variants...)
+}
+
+// Selected returns the names of the variants that ToDevice and FromDevice
+// use.
+func Selected() (toDevice, fromDevice string) {
+	return selected()
+}
+
+// ToDevice copies min(len(dst), len(src)) bytes from src to dst and returns
+// the number of bytes copied, like copy. Dst is device memory mapped
+// write-combined; src is ordinary memory. The slices must not overlap.
+//
+// The alignment of dst chooses every access width (gdr_copy_to_mapping in
+// gdrapi.c): copies shorter than 16 bytes, and the head and tail of longer
+// ones, use naturally aligned 1, 2, 4 and 8-byte stores; the rest uses
+// streaming stores of 16 bytes or more. ToDevice ends with a store fence
+// (SFENCE on amd64), so the data has left the CPU's write-combining buffers
+// when it returns. That does not order the data with GPU work already
+// running; see the GPUDirect RDMA documentation on synchronization.
+func ToDevice(dst, src []byte) int {
+	return toDevice(dst, src)
+}
+
+// FromDevice copies min(len(dst), len(src)) bytes from src to dst and
+// returns the number of bytes copied, like copy. Src is device memory mapped
+// write-combined; dst is ordinary memory. The slices must not overlap.
+//
+// The alignment of src chooses every access width (gdr_copy_from_mapping in
+// gdrapi.c): copies shorter than 16 bytes, and the head and tail of longer
+// ones, use naturally aligned 1, 2, 4 and 8-byte loads; the rest uses
+// streaming loads of 16 or 32 bytes. FromDevice ends with a full fence
+// (MFENCE on amd64), which the Intel SDM prescribes for streaming loads from
+// WC memory, so no later access passes them.
+func FromDevice(dst, src []byte) int {
+	return fromDevice(dst, src)
+}

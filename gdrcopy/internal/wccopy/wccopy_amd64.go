@@ -1,0 +1,124 @@
+//go:build !purego
+
+package wccopy
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The kernels in wccopy_amd64.s. Each copies n bytes from src to dst along
+// the WC ladder and ends with a fence: SFENCE after the store kernels, which
+// write dst as device memory, and MFENCE after the load kernels, which read
+// src as device memory.
+
+//go:noescape
+func storeSSE2(dst, src *byte, n int)
+
+//go:noescape
+func loadSSE41(dst, src *byte, n int)
+
+//go:noescape
+func storeAVX2(dst, src *byte, n int)
+
+//go:noescape
+func loadAVX2(dst, src *byte, n int)
+
+//go:noescape
+func storeMOVDIR64B(dst, src *byte, n int)
+
+// cpuid executes CPUID with EAX = leaf and ECX = subleaf.
+func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
+
+// hasMOVDIR64B reports CPUID.(EAX=7,ECX=0):ECX[bit 28], as gdr_open in
+// gdrapi.c reads it. golang.org/x/sys/cpu does not decode this bit, so no
+// GODEBUG key controls it; the MOVDIR64B kernel also needs AVX2, and
+// GODEBUG=cpu.avx2=off therefore turns it off too.
+func hasMOVDIR64B() bool {
+	if maxLeaf, _, _, _ := cpuid(0, 0); maxLeaf < 7 {
+		return false
+	}
+	_, _, ecx, _ := cpuid(7, 0)
+	return ecx&(1<<28) != 0
+}
+
+// Feature gates, fixed at initialisation. They follow golang.org/x/sys/cpu,
+// which honours GODEBUG (cpu.avx2=off, cpu.sse41=off, cpu.all=off). SSE2 is
+// part of the amd64 baseline.
+var (
+	useAVX2      = cpu.X86.HasAVX && cpu.X86.HasAVX2
+	useMOVDIR64B = useAVX2 && hasMOVDIR64B()
+	useSSE41     = cpu.X86.HasSSE41
+)
+
+// variants lists the amd64 kernels best first; toDevice and fromDevice
+// below must test the gates in the same order.
+var variants = []Variant{
+	{Name: "movdir64b", Available: useMOVDIR64B, ToDevice: slices(storeMOVDIR64B)},
+	{Name: "avx2", Available: useAVX2, ToDevice: slices(storeAVX2), FromDevice: slices(loadAVX2)},
+	{Name: "sse41", Available: useSSE41, FromDevice: slices(loadSSE41)},
+	{Name: "sse2", Available: true, ToDevice: slices(storeSSE2)},
+	genericVariant,
+}
+
+// slices adapts a kernel to the Variant signature.
+func slices(kernel func(dst, src *byte, n int)) func(dst, src []byte) int {
+	return func(dst, src []byte) int {
+		n := min(len(dst), len(src))
+		kernel(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+		return n
+	}
+}
+
+// toDevice calls the chosen store kernel directly rather than through a
+// func value, so that dst and src do not escape.
+func toDevice(dst, src []byte) int {
+	n := min(len(dst), len(src))
+	d, s := unsafe.SliceData(dst), unsafe.SliceData(src)
+	switch {
+	case useMOVDIR64B:
+		storeMOVDIR64B(d, s, n)
+	case useAVX2:
+		storeAVX2(d, s, n)
+	default:
+		storeSSE2(d, s, n)
+	}
+	return n
+}
+
+// fromDevice calls the chosen load kernel directly.
+func fromDevice(dst, src []byte) int {
+	n := min(len(dst), len(src))
+	d, s := unsafe.SliceData(dst), unsafe.SliceData(src)
+	switch {
+	case useAVX2:
+		loadAVX2(d, s, n)
+	case useSSE41:
+		loadSSE41(d, s, n)
+	default:
+		return fromDeviceGeneric(dst, src)
+	}
+	return n
+}
+
+// selected names the kernels toDevice and fromDevice call.
+func selected() (to, from string) {
+	switch {
+	case useMOVDIR64B:
+		to = "movdir64b"
+	case useAVX2:
+		to = "avx2"
+	default:
+		to = "sse2"
+	}
+	switch {
+	case useAVX2:
+		from = "avx2"
+	case useSSE41:
+		from = "sse41"
+	default:
+		from = "generic"
+	}
+	return to, from
+}

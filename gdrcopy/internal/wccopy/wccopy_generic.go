@@ -1,0 +1,15 @@
+//go:build !amd64 || purego
+
+package wccopy
+
+// variants is the registry for builds without assembly: every GOARCH but
+// amd64, and the purego tag. Arm64 has no kernels of its own yet (libgdrapi
+// uses STP/NEON and LS64 there); they are not written because they cannot
+// be tested on the hosts this package is developed on.
+var variants = []Variant{genericVariant}
+
+func toDevice(dst, src []byte) int { return toDeviceGeneric(dst, src) }
+
+func fromDevice(dst, src []byte) int { return fromDeviceGeneric(dst, src) }
+
+func selected() (to, from string) { return "generic", "generic" }
