@@ -69,9 +69,14 @@ func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
 
 // CopyFromDevice copies len(dst) bytes of the mapping at off to dst.
 // Nothing is copied unless the whole range lies within the mapping.
-func (m *Mapping) CopyFromDevice(dst []byte, off int) (err error) {
+func (m *Mapping) CopyFromDevice(dst []byte, off int) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	return m.copyFrom(dst, off)
+}
+
+// copyFrom is CopyFromDevice. The caller holds m.mu.
+func (m *Mapping) copyFrom(dst []byte, off int) (err error) {
 	if err := m.check("copy from device", off, len(dst)); err != nil {
 		return err
 	}
@@ -92,24 +97,28 @@ func (m *Mapping) CopyFromDevice(dst []byte, off int) (err error) {
 // ReadAt implements [io.ReaderAt] over the mapping: a read that reaches the
 // end returns the bytes before it and [io.EOF].
 func (m *Mapping) ReadAt(p []byte, off int64) (int, error) {
-	n := m.Len()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.mem == nil {
+		return 0, closedError("read")
+	}
 	if off < 0 {
 		return 0, fmt.Errorf("gdrcopy: read at %d: negative offset", off)
 	}
-	if off >= int64(n) {
+	if off >= int64(len(m.mem)) {
 		if len(p) == 0 {
 			return 0, nil
 		}
 		return 0, io.EOF
 	}
-	want := min(int64(len(p)), int64(n)-off)
-	if err := m.CopyFromDevice(p[:want], int(off)); err != nil {
+	n := int(min(int64(len(p)), int64(len(m.mem))-off))
+	if err := m.copyFrom(p[:n], int(off)); err != nil {
 		return 0, err
 	}
-	if want < int64(len(p)) {
-		return int(want), io.EOF
+	if n < len(p) {
+		return n, io.EOF
 	}
-	return int(want), nil
+	return n, nil
 }
 
 // WriteAt implements [io.WriterAt] over the mapping. It writes nothing
