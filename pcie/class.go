@@ -6,12 +6,12 @@ const (
 	ClassVGA             = 0x0300   // PCI_CLASS_DISPLAY_VGA
 	Class3D              = 0x0302   // PCI_CLASS_DISPLAY_3D
 	ClassEthernet        = 0x0200   // PCI_CLASS_NETWORK_ETHERNET
-	ClassInfiniBand      = 0x0207   // PCI_CLASS_NETWORK_INFINIBAND (no pci_ids.h name; pci.ids "Infiniband controller")
+	ClassInfiniBand      = 0x0207   // InfiniBand controller (pci.ids class 02, subclass 07)
 	ClassNVMe            = 0x010802 // PCI_CLASS_STORAGE_EXPRESS, with prog-if 02 (NVM Express)
 	ClassAccelerator     = 0x1200   // PCI_CLASS_ACCELERATOR_PROCESSING
 	ClassBridgePCI       = 0x0604   // PCI_CLASS_BRIDGE_PCI
 	ClassBridgeCardBus   = 0x0607   // PCI_CLASS_BRIDGE_CARDBUS
-	ClassBridgePCISemiTr = 0x0609   // semi-transparent PCI-to-PCI bridge
+	ClassBridgePCISemiTr = 0x0609   // semi-transparent PCI-to-PCI bridge (pci.ids class 06, subclass 09)
 )
 
 // ClassCode returns the class code, base<<16 | subclass<<8 | prog-if: from config

@@ -33,7 +33,8 @@ type Device struct {
 	// this function is missing from the records. Parent is then the nearest bridge
 	// of Path that is present (nil if none is), so walks and distances through this
 	// function are shorter than on the machine; Topology.Errors says which is
-	// missing.
+	// missing. It is also set where NewTopology cut a parent loop that
+	// inconsistent records made.
 	PathIncomplete bool
 
 	// Names from pci.ids; empty when no database was found.
