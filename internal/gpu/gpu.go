@@ -99,7 +99,8 @@ type NVLink struct {
 type NVLinkPeer struct {
 	Link int `json:"link"`
 	// Remote is the PCI address of the device at the far end (a GPU, or an
-	// NVSwitch); nil when unknown.
+	// NVSwitch); nil when unknown or not on this machine's PCI tree (NVML
+	// then says FFFFFFFF:FF:FF.0, as for the NVSwitches of an H200 VM).
 	Remote *pcie.Address `json:"remote,omitempty"`
 	// RemoteType is "gpu", "switch", "ibmnpu" or "unknown".
 	RemoteType string `json:"remote_type,omitempty"`

@@ -43,6 +43,9 @@ func TestProbeLive(t *testing.T) {
 			continue
 		}
 		nvmlAddrs = append(nvmlAddrs, *g.Address)
+		for _, l := range g.NVLink.Links {
+			t.Logf("GPU %d NVLink %d: remote %v type %q", g.Index, l.Link, l.Remote, l.RemoteType)
+		}
 		t.Logf("GPU %d %s %s: BAR1 %d MiB (used %d MiB), FB %d MiB, NVLinks %d, unknown %v",
 			g.Index, g.Name, g.Address, *g.BAR1Total>>20, *g.BAR1Used>>20, *g.MemoryTotal>>20, g.NVLink.Active, g.Unknown)
 	}

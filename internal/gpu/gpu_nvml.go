@@ -3,7 +3,6 @@
 package gpu
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"time"
@@ -194,13 +193,20 @@ func nvlinks(d nvml.Device, g *GPU) {
 		}
 		nl.Active++
 		peer := NVLinkPeer{Link: l}
-		if pci, ret := d.GetNvLinkRemotePciInfo(l); ret == nvml.SUCCESS {
-			if a, err := busID(pci.BusId); err == nil {
-				peer.Remote = &a
-			}
+		if pci, ret := d.GetNvLinkRemotePciInfo(l); ret != nvml.SUCCESS {
+			unknown(&g.Unknown, "nvlink_remote", ret)
+		} else if hiddenBusID(pci.BusId) {
+			// The far end is not on this machine's PCI tree (an NVSwitch
+			// seen from a VM): known to be hidden, not unknown.
+		} else if a, err := busID(pci.BusId); err != nil {
+			unknown(&g.Unknown, "nvlink_remote", reason(err.Error()))
+		} else {
+			peer.Remote = &a
 		}
 		if t, ret := d.GetNvLinkRemoteDeviceType(l); ret == nvml.SUCCESS {
 			peer.RemoteType = linkDeviceType(t)
+		} else {
+			unknown(&g.Unknown, "nvlink_remote_type", ret)
 		}
 		nl.Links = append(nl.Links, peer)
 	}
@@ -262,17 +268,29 @@ func linkDeviceType(t nvml.IntNvLinkDeviceType) string {
 	return "unknown"
 }
 
+// hiddenBusID reports NVML's all-ones bus id, "FFFFFFFF:FF:FF.0", which it
+// gives for a link partner outside the visible PCI tree: on an H200 VM every
+// link ends at an NVSwitch that the guest cannot see.
+func hiddenBusID(raw [32]int8) bool {
+	return strings.HasPrefix(strings.ToLower(cString(raw)), "ffffffff:ff:ff.")
+}
+
+// cString returns the NUL-terminated string in raw.
+func cString(raw [32]int8) string {
+	b := make([]byte, 0, len(raw))
+	for _, c := range raw {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b)
+}
+
 // busID parses NVML's NUL-terminated bus id, "00000000:00:06.0" (8-digit
 // domain, upper-case hex), into a canonical address.
 func busID(raw [32]int8) (pcie.Address, error) {
-	b := make([]byte, 0, len(raw))
-	for _, c := range raw {
-		b = append(b, byte(c))
-	}
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	a, err := pcie.ParseAddress(strings.ToLower(string(b)))
+	a, err := pcie.ParseAddress(strings.ToLower(cString(raw)))
 	if err != nil {
 		return pcie.Address{}, fmt.Errorf("gpu: NVML bus id: %w", err)
 	}

@@ -80,9 +80,13 @@ func snapshotNVML(t *testing.T, path string) (*mock.Interface, []*mock.Device) {
 				}
 				return 0, nvml.ERROR_INVALID_ARGUMENT
 			},
-			GetNvLinkRemotePciInfoFunc: func(int) (nvml.PciInfo, nvml.Return) { return nvml.PciInfo{}, nvml.ERROR_NOT_SUPPORTED },
+			// What the H200 VM answered for every link (its NVSwitches are
+			// not passed through); nvml.json does not record it.
+			GetNvLinkRemotePciInfoFunc: func(int) (nvml.PciInfo, nvml.Return) {
+				return nvml.PciInfo{BusId: cBusID("FFFFFFFF:FF:FF.0")}, nvml.SUCCESS
+			},
 			GetNvLinkRemoteDeviceTypeFunc: func(int) (nvml.IntNvLinkDeviceType, nvml.Return) {
-				return 0, nvml.ERROR_NOT_SUPPORTED
+				return nvml.NVLINK_DEVICE_TYPE_SWITCH, nvml.SUCCESS
 			},
 		}
 		devs[i] = d
@@ -256,15 +260,21 @@ func TestBusID(t *testing.T) {
 	tests := []struct {
 		in, want string
 		wantErr  bool
+		hidden   bool
 	}{
-		{"00000000:00:06.0", "0000:00:06.0", false},
-		{"00000000:3B:00.0", "0000:3b:00.0", false},
-		{"00000001:C1:1F.7", "0001:c1:1f.7", false},
-		{"", "", true},
-		{"GPU-1234", "", true},
+		{"00000000:00:06.0", "0000:00:06.0", false, false},
+		{"00000000:3B:00.0", "0000:3b:00.0", false, false},
+		{"00000001:C1:1F.7", "0001:c1:1f.7", false, false},
+		{"", "", true, false},
+		{"GPU-1234", "", true, false},
+		{"FFFFFFFF:FF:FF.0", "", true, true}, // an NVSwitch seen from a VM
 	}
 	for _, tt := range tests {
-		a, err := busID(cBusID(tt.in))
+		raw := cBusID(tt.in)
+		if got := hiddenBusID(raw); got != tt.hidden {
+			t.Errorf("hiddenBusID(%q) = %v, want %v", tt.in, got, tt.hidden)
+		}
+		a, err := busID(raw)
 		if (err != nil) != tt.wantErr {
 			t.Errorf("busID(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
 			continue
