@@ -3,7 +3,9 @@ package pcie
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -645,4 +647,50 @@ func FuzzNewTopology(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNewTopologySnapshot builds the tree of a real machine (two H200 GPUs on the
+// flat root bus of a Firecracker VM) from its captured config files.
+func TestNewTopologySnapshot(t *testing.T) {
+	var recs []Record
+	for _, dev := range []string{"00.0", "01.0", "02.0", "03.0", "04.0", "05.0", "06.0", "07.0"} {
+		a := "0000:00:" + dev
+		cfg, err := os.ReadFile(filepath.Join("testdata", "h200-2gpu-vm", strings.ReplaceAll(a, ":", "_")+".config"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec("pci0000:00/"+a, 0, cfg))
+	}
+	top := NewTopology(recs)
+	if len(top.Errors) != 0 {
+		t.Fatalf("Errors = %v", top.Errors)
+	}
+	if len(top.HostBridges) != 1 || len(top.HostBridges[0].Devices) != 8 {
+		t.Fatalf("want one root bus with 8 functions, got %d host bridges", len(top.HostBridges))
+	}
+	if fd := top.HostBridges[0].FirstDevice(); fd.Config.Vendor != 0x8086 || fd.Config.Device != 0x0d57 {
+		t.Errorf("FirstDevice = %04x:%04x, want 8086:0d57", fd.Config.Vendor, fd.Config.Device)
+	}
+	gpus := top.GPUs()
+	if diff := cmp.Diff([]string{"0000:00:06.0", "0000:00:07.0"}, addrs(gpus...)); diff != "" {
+		t.Fatalf("GPUs (-want +got):\n%s", diff)
+	}
+	for _, g := range gpus {
+		if acs, known := g.ACS(); !known || acs != nil {
+			t.Errorf("%s: ACS %v, known %v; want known absent", g.Address, acs, known)
+		}
+		if pt, ok := g.PortType(); !ok || pt != PortEndpoint {
+			t.Errorf("%s: port type %v, %v", g.Address, pt, ok)
+		}
+	}
+	p := top.Path(gpus[0], gpus[1])
+	if p.Common != nil || p.FromHost != top.HostBridges[0] || p.ToHost != p.FromHost || len(p.Hops) != 2 {
+		t.Errorf("GPU path: common %v, hosts %v %v, %d hops; want through the one host bridge", addrs(p.Common), p.FromHost, p.ToHost, len(p.Hops))
+	}
+	if got := p.Narrowest.String(); got != "Gen5 x16" {
+		t.Errorf("Narrowest = %s, want Gen5 x16", got)
+	}
+	if len(top.Switches) != 0 || len(top.Bridges()) != 0 {
+		t.Errorf("switches %d, bridges %d; want none", len(top.Switches), len(top.Bridges()))
+	}
 }
