@@ -48,7 +48,9 @@ type Config struct {
 	// Bridge bus numbers (header type 1 and 2).
 	PrimaryBus, SecondaryBus, SubordinateBus uint8
 
-	// CapsKnown reports whether the capability list could be read (Size >= 256).
+	// CapsKnown reports whether the capability list could be read: Size >= 256,
+	// or a Status register without the Capabilities List bit, which means there is
+	// no list (then Capabilities is empty).
 	CapsKnown bool
 	// ExtCapsKnown reports whether extended configuration space could be read
 	// (Size >= 4096 and a PCI Express capability is present).
@@ -57,6 +59,9 @@ type Config struct {
 	Capabilities    []Capability
 	ExtCapabilities []ExtCapability
 
+	// The decoded capabilities; for each kind, the first instance in the list.
+	// They are nil or false when absent or when their Known flag is false; a
+	// capability that lies partly past Size is listed but not decoded.
 	Express *Express       // PCI Express capability (0x10)
 	ACS     *ACS           // ACS extended capability (0x0d)
 	ARI     bool           // ARI (0x0e) present
@@ -71,44 +76,47 @@ type Config struct {
 
 // Capability is one entry of the standard capability list.
 type Capability struct {
-	ID     uint8
-	Offset uint16
+	ID     uint8  // PCI_CAP_ID_*
+	Offset uint16 // of the entry in configuration space
 }
 
 // ExtCapability is one entry of the extended capability list.
 type ExtCapability struct {
-	ID      uint16
+	ID      uint16 // PCI_EXT_CAP_ID_*; 0 is the Null capability
 	Version uint8
-	Offset  uint16
+	Offset  uint16 // of the header in configuration space, 0x100 or above
 }
 
 // Express is the PCI Express capability.
 type Express struct {
-	Offset   uint16
-	Version  uint8
-	PortType PortType
-	Slot     bool  // slot implemented
-	LinkCap  Link  // LNKCAP max speed and width
-	LinkStat Link  // LNKSTA current speed and width
-	PortNum  uint8 // LNKCAP port number
-	HasLink  bool  // false for RCiEP and RCEC, which have no link registers
+	Offset   uint16   // of the capability
+	Version  uint8    // PCI_EXP_FLAGS_VERS
+	PortType PortType // PCI_EXP_FLAGS_TYPE
+	Slot     bool     // PCI_EXP_FLAGS_SLOT: slot implemented
+	LinkCap  Link     // LNKCAP max speed and width
+	LinkStat Link     // LNKSTA current speed and width
+	PortNum  uint8    // LNKCAP port number
+	// HasLink is false for RCiEPs and RC Event Collectors, which have no link
+	// registers (drivers/pci/access.c pcie_cap_has_lnkctl); the Link fields are
+	// then zero.
+	HasLink bool
 }
 
 // ACS is the Access Control Services extended capability.
 type ACS struct {
 	Offset     uint16 // of the capability header; Control is at Offset+6
-	Capability uint16
-	Control    uint16
+	Capability uint16 // PCI_ACS_CAP
+	Control    uint16 // PCI_ACS_CTRL
 }
 
 // SRIOVCap is the SR-IOV extended capability.
 type SRIOVCap struct {
-	Offset   uint16
-	TotalVFs uint16
-	NumVFs   uint16
-	Offset1  uint16 // First VF Offset
-	Stride   uint16 // VF Stride
-	VFDevice uint16
+	Offset   uint16 // of the capability header
+	TotalVFs uint16 // PCI_SRIOV_TOTAL_VF
+	NumVFs   uint16 // PCI_SRIOV_NUM_VF
+	Offset1  uint16 // PCI_SRIOV_VF_OFFSET: First VF Offset, in routing IDs
+	Stride   uint16 // PCI_SRIOV_VF_STRIDE: VF Stride, in routing IDs
+	VFDevice uint16 // PCI_SRIOV_VF_DID: the VFs' device ID
 }
 
 // ResizableBAR describes one BAR controlled by the Resizable BAR capability.
