@@ -2,6 +2,7 @@ package pcie
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -70,7 +71,8 @@ type Topology struct {
 	HostBridges []*HostBridge // in domain, bus order (the name order)
 	Devices     []*Device     // every function, in address order
 	Switches    []*Switch     // in upstream-port address order
-	// Errors lists per-device problems (the device is kept) and tree inconsistencies.
+	// Errors lists per-device problems (the device is kept) and tree
+	// inconsistencies, each a *DeviceError, in the order they were found.
 	Errors []error
 
 	byAddr map[Address]*Device
@@ -94,18 +96,18 @@ func NewTopology(recs []Record) *Topology {
 		d := &devs[i]
 		d.Record = recs[i]
 		if t.byAddr[d.Address] != nil {
-			t.errorf("pcie: %s: duplicate record dropped", d.Address)
+			t.fail(d.Address, errors.New("duplicate record dropped"))
 			continue
 		}
 		t.byAddr[d.Address] = d
 		t.Devices = append(t.Devices, d)
 		if d.Err != nil {
-			t.Errors = append(t.Errors, fmt.Errorf("pcie: %s: %w", d.Address, d.Err))
+			t.fail(d.Address, d.Err)
 		}
 		if len(d.Record.Config) > 0 {
 			c, err := ParseConfig(d.Record.Config)
 			if err != nil {
-				t.Errors = append(t.Errors, fmt.Errorf("pcie: %s: %w", d.Address, err))
+				t.fail(d.Address, err)
 			} else {
 				d.Config = c
 			}
@@ -129,7 +131,7 @@ func NewTopology(recs []Record) *Topology {
 		}
 		pf := t.byAddr[*d.PhysFn]
 		if pf == nil || pf == d {
-			t.errorf("pcie: %s: physical function %s missing", d.Address, d.PhysFn)
+			t.fail(d.Address, fmt.Errorf("physical function %s missing", d.PhysFn))
 			continue
 		}
 		d.PF = pf
@@ -141,8 +143,24 @@ func NewTopology(recs []Record) *Topology {
 	return t
 }
 
-func (t *Topology) errorf(format string, args ...any) {
-	t.Errors = append(t.Errors, fmt.Errorf(format, args...))
+// DeviceError is a problem with one function, found while building a Topology;
+// the function is kept. Every error in Topology.Errors is one.
+type DeviceError struct {
+	Address Address
+	Err     error
+}
+
+// Error returns "pcie: ADDRESS: " and the message of Err, less a "pcie: " prefix of
+// its own.
+func (e *DeviceError) Error() string {
+	return "pcie: " + e.Address.String() + ": " + strings.TrimPrefix(e.Err.Error(), "pcie: ")
+}
+
+// Unwrap returns Err.
+func (e *DeviceError) Unwrap() error { return e.Err }
+
+func (t *Topology) fail(a Address, err error) {
+	t.Errors = append(t.Errors, &DeviceError{Address: a, Err: err})
 }
 
 // place sets d's host bridge and parent from its sysfs path and files it under them.
@@ -159,12 +177,12 @@ func (t *Topology) place(d *Device, hbs map[string]*HostBridge) {
 		}
 	}
 	if hbAt < 0 {
-		t.errorf("pcie: %s: no host bridge in sysfs path %q", d.Address, d.Path)
+		t.fail(d.Address, fmt.Errorf("no host bridge in sysfs path %q", d.Path))
 		return
 	}
 	chain := elems[hbAt+1:]
 	if len(chain) == 0 || chain[len(chain)-1] != d.Address.String() {
-		t.errorf("pcie: %s: sysfs path %q does not end in the function's address", d.Address, d.Path)
+		t.fail(d.Address, fmt.Errorf("sysfs path %q does not end in the function's address", d.Path))
 		return
 	}
 	name := elems[hbAt]
@@ -181,7 +199,7 @@ func (t *Topology) place(d *Device, hbs map[string]*HostBridge) {
 	for i := len(chain) - 2; i >= 0; i-- {
 		a, err := ParseAddress(chain[i])
 		if err != nil {
-			t.errorf("pcie: %s: sysfs path %q: %w", d.Address, d.Path, err)
+			t.fail(d.Address, fmt.Errorf("sysfs path %q: %w", d.Path, err))
 			continue
 		}
 		if p := t.byAddr[a]; p != nil && p != d {
@@ -190,7 +208,7 @@ func (t *Topology) place(d *Device, hbs map[string]*HostBridge) {
 			break
 		}
 		d.PathIncomplete = true
-		t.errorf("pcie: %s: bridge %s of its sysfs path is missing", d.Address, a)
+		t.fail(d.Address, fmt.Errorf("bridge %s of its sysfs path is missing", a))
 	}
 }
 
@@ -242,7 +260,7 @@ func (t *Topology) breakCycles() {
 			walk = append(walk, x)
 			if u := x.Upstream(); u != nil && state[u] == onWalk {
 				o := upstreamOwner(x)
-				t.errorf("pcie: %s: parent %s closes a loop; cut", o.Address, o.Parent.Address)
+				t.fail(o.Address, fmt.Errorf("parent %s closes a loop; cut", o.Parent.Address))
 				o.Parent.Children = slices.DeleteFunc(o.Parent.Children, func(c *Device) bool { return c == o })
 				o.Parent = nil
 				o.PathIncomplete = true

@@ -293,7 +293,7 @@ func TestNewTopologyErrors(t *testing.T) {
 		"pcie: 0000:00:02.0: duplicate record dropped",
 		"pcie: 0000:00:1d.1: bridge 0000:00:1d.0 of its sysfs path is missing",
 		"pcie: 0000:00:1e.0: no host bridge in sysfs path \"bogus/0000:00:1e.0\"",
-		"pcie: 0000:00:1f.0: pcie: invalid config space: vendor id 0xffff (function absent or in error)",
+		"pcie: 0000:00:1f.0: invalid config space: vendor id 0xffff (function absent or in error)",
 		"pcie: 0000:00:1f.0: read failed",
 		"pcie: 0000:03:00.0: bridge 0000:02:00.0 of its sysfs path is missing",
 		"pcie: 0000:05:00.2: physical function 0000:05:00.0 missing",
@@ -308,6 +308,12 @@ func TestNewTopologyErrors(t *testing.T) {
 	}
 	if !slices.ContainsFunc(top.Errors, func(e error) bool { return errors.Is(e, ErrInvalidConfig) }) {
 		t.Errorf("config error not wrapped")
+	}
+	for _, err := range top.Errors {
+		var de *DeviceError
+		if !errors.As(err, &de) || top.Device(de.Address) == nil {
+			t.Errorf("%v: not a *DeviceError naming a device of the tree", err)
+		}
 	}
 
 	got := summarize(top)
