@@ -38,12 +38,10 @@ var (
 // Result is a CUresult, the status code every driver API function returns.
 type Result int32
 
-// Result codes this package looks at. See the CUresult enum in cuda.h.
+// Result codes this package acts on. See the CUresult enum in cuda.h.
 const (
-	Success                    Result = 0   // CUDA_SUCCESS
-	ErrorNoDevice              Result = 100 // CUDA_ERROR_NO_DEVICE
-	ErrorPeerAlreadyEnabled    Result = 704 // CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
-	ErrorPeerAccessUnsupported Result = 217 // CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+	ErrorNoDevice           Result = 100 // CUDA_ERROR_NO_DEVICE
+	ErrorPeerAlreadyEnabled Result = 704 // CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
 )
 
 // Error is a failed driver API call.
@@ -53,6 +51,7 @@ type Error struct {
 	Name string // from cuGetErrorName, e.g. "CUDA_ERROR_OUT_OF_MEMORY"
 }
 
+// Error returns "cuda: <function>: <CUresult name> (<number>)".
 func (e *Error) Error() string {
 	return fmt.Sprintf("cuda: %s: %s (%d)", e.Func, e.Name, int32(e.Code))
 }
@@ -92,7 +91,8 @@ type Device struct {
 func (d Device) Ordinal() int { return d.ordinal }
 
 // Context is a retained primary context of one device. Release it with
-// [Context.Release].
+// [Context.Release]. Its methods may be called from any goroutine, but not
+// concurrently with Release.
 type Context struct {
 	dev Device
 	ctx unsafe.Pointer // CUcontext, C memory owned by the driver

@@ -119,6 +119,7 @@ static CUresult cu_memcpy_peer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, C
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -380,7 +381,7 @@ func (c *Context) EnablePeerAccess(peer *Context) error {
 	}
 	return c.do(func() error {
 		err := check("cuCtxEnablePeerAccess", C.cu_ctx_enable_peer_access(C.CUcontext(peer.ctx)))
-		if e, ok := err.(*Error); ok && e.Code == ErrorPeerAlreadyEnabled {
+		if e := (*Error)(nil); errors.As(err, &e) && e.Code == ErrorPeerAlreadyEnabled {
 			return nil
 		}
 		return err
