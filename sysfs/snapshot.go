@@ -12,13 +12,19 @@ import (
 	"strings"
 )
 
-// Limits on a snapshot being loaded. A snapshot may come from anywhere (a bug report),
-// so it is read as hostile input.
-const (
-	maxMembers     = 100_000
-	maxMemberSize  = procLimit // the largest file a capture stores
-	maxSnapshotLen = 256 << 20 // bytes of member data in all
-)
+// snapshotLimits bound a snapshot being loaded. A snapshot may come from anywhere (a
+// bug report), so it is read as hostile input.
+type snapshotLimits struct {
+	members    int   // tar members
+	memberSize int64 // bytes in one member
+	total      int64 // bytes of member data in all
+}
+
+var defaultLimits = snapshotLimits{
+	members:    100_000,
+	memberSize: procLimit, // the largest file a capture stores
+	total:      256 << 20,
+}
 
 // OpenSnapshot loads the gzip'd tar file at path, written by [WriteSnapshot] or by hand
 // from a root's sys/, proc/ and dev/ trees, into an FS held in memory.
@@ -46,6 +52,10 @@ func OpenSnapshot(path string) (FS, error) {
 // each other. The snapshot may hold at most 100,000 members, 4 MiB in one member and
 // 256 MiB in all.
 func ReadSnapshot(r io.Reader) (FS, error) {
+	return readSnapshot(r, defaultLimits)
+}
+
+func readSnapshot(r io.Reader, lim snapshotLimits) (FS, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return FS{}, fmt.Errorf("sysfs: snapshot: %w", err)
@@ -64,8 +74,8 @@ func ReadSnapshot(r io.Reader) (FS, error) {
 			return FS{}, fmt.Errorf("sysfs: snapshot: after %d members: %w", members, err)
 		}
 		members++
-		if members > maxMembers {
-			return FS{}, fmt.Errorf("sysfs: snapshot: more than %d members", maxMembers)
+		if members > lim.members {
+			return FS{}, fmt.Errorf("sysfs: snapshot: more than %d members", lim.members)
 		}
 		bad := func(format string, a ...any) error {
 			return fmt.Errorf("sysfs: snapshot: member %q: %s", hdr.Name, fmt.Sprintf(format, a...))
@@ -80,12 +90,12 @@ func ReadSnapshot(r io.Reader) (FS, error) {
 			n.mode |= fs.ModeDir
 			n.children = map[string]*memNode{}
 		case tar.TypeReg:
-			if hdr.Size < 0 || hdr.Size > maxMemberSize {
-				return FS{}, bad("size %d is over the limit of %d bytes", hdr.Size, maxMemberSize)
+			if hdr.Size < 0 || hdr.Size > lim.memberSize {
+				return FS{}, bad("size %d is over the limit of %d bytes", hdr.Size, lim.memberSize)
 			}
 			total += hdr.Size
-			if total > maxSnapshotLen {
-				return FS{}, bad("snapshot holds more than %d bytes", maxSnapshotLen)
+			if total > lim.total {
+				return FS{}, bad("snapshot holds more than %d bytes", lim.total)
 			}
 			n.data = make([]byte, hdr.Size)
 			if _, err := io.ReadFull(tr, n.data); err != nil {

@@ -1,0 +1,391 @@
+package sysfs
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReadSnapshotHostile(t *testing.T) {
+	many := make([]entry, 101)
+	for i := range many {
+		many[i] = directory(fmt.Sprintf("d%d/", i))
+	}
+	small := snapshotLimits{members: 100, memberSize: 1 << 10, total: 4 << 10}
+	tests := []struct {
+		name    string
+		archive []byte
+		wantErr string
+	}{
+		{"huge member", tarGz(t, []entry{file("big", strings.Repeat("x", 1025))}), "over the limit of 1024 bytes"},
+		{"too many members", tarGz(t, many), "more than 100 members"},
+		{"too much data", tarGz(t, []entry{file("1", strings.Repeat("x", 1024)), file("2", strings.Repeat("x", 1024)),
+			file("3", strings.Repeat("x", 1024)), file("4", strings.Repeat("x", 1024)), file("5", "x")}), "more than 4096 bytes"},
+		{"absolute name", tarGz(t, []entry{file("/etc/passwd", "x")}), `"/etc/passwd": absolute name`},
+		{"traversal", tarGz(t, []entry{file("sys/../../etc/passwd", "x")}), "leads outside"},
+		{"dot-dot only", tarGz(t, []entry{file("..", "x")}), "leads outside"},
+		{"unclean name", tarGz(t, []entry{file("sys//x", "x")}), "not clean"},
+		{"hard link", tarGz(t, []entry{file("a", "x"), {name: "b", typ: tar.TypeLink, target: "a"}}), "unsupported member type"},
+		{"fifo", tarGz(t, []entry{{name: "p", typ: tar.TypeFifo}}), "unsupported member type"},
+		{"empty link", tarGz(t, []entry{{name: "l", typ: tar.TypeSymlink}}), "without a target"},
+		{"file under file", tarGz(t, []entry{file("a", "x"), file("a/b", "y")}), "not a directory"},
+		{"dir replaces file", tarGz(t, []entry{file("a", "x"), directory("a/")}), "share the name"},
+		{"file replaces dir", tarGz(t, []entry{directory("a/"), file("a", "x")}), "share the name"},
+		{"root as file", tarGz(t, []entry{file(".", "x")}), "root must be a directory"},
+		{"not gzip", []byte("plain text"), "gzip"},
+		{"truncated", tarGz(t, []entry{file("a", strings.Repeat("x", 4096))})[:60], "sysfs: snapshot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := readSnapshot(bytes.NewReader(tt.archive), small)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "sysfs: ") {
+				t.Errorf("err = %v, want a sysfs error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestReadSnapshotDefaultLimits checks the documented limits and that a member
+// declared larger than the default limit is refused before its data is read.
+func TestReadSnapshotDefaultLimits(t *testing.T) {
+	want := snapshotLimits{members: 100_000, memberSize: 4 << 20, total: 256 << 20}
+	if defaultLimits != want {
+		t.Errorf("defaultLimits = %+v, want %+v", defaultLimits, want)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Name: "big", Typeflag: tar.TypeReg, Size: 1 << 40, Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	_, err := ReadSnapshot(&buf)
+	if err == nil || !strings.Contains(err.Error(), `member "big": size 1099511627776 is over the limit`) {
+		t.Errorf("err = %v, want the member size limit", err)
+	}
+}
+
+func TestReadSnapshotDuplicates(t *testing.T) {
+	fsys, err := ReadSnapshot(bytes.NewReader(tarGz(t, []entry{
+		file("./proc/cmdline", "first\n"),
+		directory("./proc/"),
+		file("proc/cmdline", "second\n"),
+		{name: "proc/", typ: tar.TypeDir, mode: 0o700},
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := fsys.Cmdline()
+	if err != nil || c.Raw != "second" {
+		t.Errorf("Cmdline = %q, %v; want the later member", c.Raw, err)
+	}
+	fi, err := fsys.t.lstat("proc")
+	if err != nil || fi.mode != fs.ModeDir|0o700 {
+		t.Errorf("proc mode = %v, %v; want the later directory's", fi.mode, err)
+	}
+}
+
+// TestLinksStayInside checks link resolution on both kinds of root: links that stay
+// inside resolve, links that leave are errors and nothing outside is read.
+func TestLinksStayInside(t *testing.T) {
+	entries := []entry{
+		file("sys/a/file", "inside\n"),
+		symlink("sys/b/rel", "../a/file"),
+		symlink("sys/b/dir", "../a"),
+		symlink("sys/b/chain", "rel"),
+		symlink("sys/b/up", "../../../outside"),
+		symlink("sys/b/abs", "/etc/passwd"),
+		symlink("sys/b/loop", "loop"),
+		symlink("sys/b/dirup", "../.."),
+	}
+	dirFS, memFS := openBoth(t, entries)
+	// Plant a file outside the directory root, where an escaping link would lead.
+	outside := filepath.Join(filepath.Dir(dirFS.t.(dirTree).r.Name()), "outside")
+	if err := os.WriteFile(outside, []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		want    string
+		wantErr bool
+	}{
+		{"sys/b/rel", "inside\n", false},
+		{"sys/b/dir/file", "inside\n", false},
+		{"sys/b/chain", "inside\n", false},
+		{"sys/b/dirup/sys/a/file", "inside\n", false},
+		{"sys/b/up", "", true},
+		{"sys/b/abs", "", true},
+		{"sys/b/loop", "", true},
+		{"sys/b/missing", "", true},
+		{"sys/../../outside", "", true},
+	}
+	for kind, fsys := range map[string]FS{"dir": dirFS, "snapshot": memFS} {
+		for _, tt := range tests {
+			b, err := fsys.readFile(tt.name, attrLimit)
+			if (err != nil) != tt.wantErr || string(b) != tt.want {
+				t.Errorf("%s: read %s = %q, %v; want %q, error %t", kind, tt.name, b, err, tt.want, tt.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "/"+tt.name) {
+				t.Errorf("%s: error %v does not name /%s", kind, err, tt.name)
+			}
+		}
+		if _, err := fsys.linkTarget("sys/b/up"); err == nil || !strings.Contains(err.Error(), "outside the root") {
+			t.Errorf("%s: linkTarget(sys/b/up) err = %v, want it to leave the root", kind, err)
+		}
+		if got, err := fsys.linkTarget("sys/b/rel"); err != nil || got != "sys/a/file" {
+			t.Errorf("%s: linkTarget(sys/b/rel) = %q, %v", kind, got, err)
+		}
+	}
+	if _, err := memFS.readFile("sys/b/missing", attrLimit); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file error %v is not fs.ErrNotExist", err)
+	}
+	if _, err := dirFS.readFile("sys/b/missing", attrLimit); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file error %v is not fs.ErrNotExist", err)
+	}
+}
+
+func TestNewFS(t *testing.T) {
+	if _, err := NewFS(filepath.Join(t.TempDir(), "none")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing root: err = %v, want fs.ErrNotExist", err)
+	}
+	f := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewFS(f); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("file root: err = %v, want not a directory", err)
+	}
+	fsys, err := NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := fsys.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := OpenSnapshot(filepath.Join(t.TempDir(), "none.tar.gz")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing snapshot: err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestSnapshotRoundTrip captures the unpacked H200 tree and reads the capture back:
+// records and platform facts are unchanged, and capturing the capture gives the same
+// bytes.
+func TestSnapshotRoundTrip(t *testing.T) {
+	root := extract(t, h200Snapshot)
+	// Add what the original capture lacks, and files a capture must not read.
+	gpu := filepath.Join(root, "sys/devices/pci0000:00/0000:00:06.0")
+	for name, data := range map[string]string{
+		"proc/version":                                         "Linux version 6.18.0 (nixbld@localhost) #1-NixOS SMP\n",
+		"boot/config-6.18.0":                                   "CONFIG_PCI_P2PDMA=y\n",
+		"sys/kernel/iommu_groups/3/type":                       "identity\n",
+		"sys/devices/pci0000:00/0000:00:06.0/resource1":        "BAR",
+		"sys/devices/pci0000:00/0000:00:06.0/resource1_wc":     "BAR",
+		"sys/devices/pci0000:00/0000:00:06.0/rom":              "ROM",
+		"sys/devices/pci0000:00/0000:00:06.0/p2pmem/size":      "1024\n",
+		"sys/devices/pci0000:00/0000:00:06.0/p2pmem/available": "512\n",
+		"sys/devices/pci0000:00/0000:00:06.0/p2pmem/published": "0\n",
+		"sys/devices/pci0000:00/0000:00:06.0/p2pmem/allocate":  "must not be read",
+	} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(gpu, "remove"), nil, 0o200); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(gpu, "net/eth0/statistics"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	src, err := NewFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var first bytes.Buffer
+	sum, err := WriteSnapshot(src, &first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Skipped) != 0 || sum.Members == 0 {
+		t.Errorf("summary = %+v", sum)
+	}
+	snap, err := ReadSnapshot(bytes.NewReader(first.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	wantRecs, err := src.PCIRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotRecs, err := snap.PCIRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantRecs, gotRecs); diff != "" {
+		t.Errorf("records after the round trip (-dir +snapshot):\n%s", diff)
+	}
+	if p := gotRecs[6].P2PMem; p == nil || !p.Allocate || p.Size != 1024 {
+		t.Errorf("p2pmem = %+v, want size 1024 and allocate present", p)
+	}
+	if diff := cmp.Diff([]string{"eth0"}, gotRecs[6].NetDevs); diff != "" {
+		t.Errorf("net devices (-want +got):\n%s", diff)
+	}
+	wantPlat, err := src.Platform()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotPlat, err := snap.Platform()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantPlat, gotPlat); diff != "" {
+		t.Errorf("platform after the round trip (-dir +snapshot):\n%s", diff)
+	}
+
+	for _, never := range []string{"resource1", "resource1_wc", "rom", "remove"} {
+		if _, err := snap.t.lstat("sys/devices/pci0000:00/0000:00:06.0/" + never); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("capture holds %s (err %v)", never, err)
+		}
+	}
+	if b, err := snap.readFile("sys/devices/pci0000:00/0000:00:06.0/p2pmem/allocate", attrLimit); err != nil || len(b) != 0 {
+		t.Errorf("p2pmem/allocate = %q, %v; want present and empty", b, err)
+	}
+	if names, err := snap.t.names("sys/devices/pci0000:00/0000:00:06.0/net/eth0"); err != nil || len(names) != 0 {
+		t.Errorf("net/eth0 holds %v, %v; want an empty directory", names, err)
+	}
+
+	var second bytes.Buffer
+	if _, err := WriteSnapshot(snap, &second); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first.Bytes(), second.Bytes()) {
+		t.Error("capturing the capture gives different bytes")
+	}
+}
+
+// TestWriteSnapshotSkips checks that a file that cannot be read is left out and
+// reported while the capture goes on.
+func TestWriteSnapshotSkips(t *testing.T) {
+	if os.Getuid() == 0 {
+		t.Skip("root reads files whatever their mode")
+	}
+	root := extract(t, h200Snapshot)
+	cfg := filepath.Join(root, "sys/devices/pci0000:00/0000:00:06.0/config")
+	if err := os.Chmod(cfg, 0o200|0o040); err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var buf bytes.Buffer
+	sum, err := WriteSnapshot(src, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Skipped) != 1 || !errors.Is(sum.Skipped[0], fs.ErrPermission) ||
+		!strings.Contains(sum.Skipped[0].Error(), "/sys/devices/pci0000:00/0000:00:06.0/config") {
+		t.Errorf("skipped = %v, want the GPU's config", sum.Skipped)
+	}
+}
+
+func TestWriteSnapshotDevNode(t *testing.T) {
+	src, err := ReadSnapshot(bytes.NewReader(tarGz(t, []entry{
+		charDev("dev/gdrdrv", 509, 0),
+		charDev("dev/nvidia0", 195, 0),
+		charDev("dev/sda", 8, 0),
+		file("proc/devices", "Character devices:\n509 gdrdrv\n"),
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := WriteSnapshot(src, &buf); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := ReadSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := snap.DevNode("gdrdrv")
+	want := DevNode{Mode: fs.ModeDevice | fs.ModeCharDevice | 0o666, Major: 509, NumberKnown: true}
+	if err != nil || n != want {
+		t.Errorf("DevNode(gdrdrv) = %+v, %v; want %+v", n, err, want)
+	}
+	if _, err := snap.DevNode("nvidia0"); err != nil {
+		t.Errorf("DevNode(nvidia0): %v", err)
+	}
+	if _, err := snap.DevNode("sda"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("capture holds /dev/sda (err %v)", err)
+	}
+}
+
+// FuzzReadSnapshot mutates the tar stream itself; the fuzz function compresses it, so
+// that mutations reach the tar reader and the tree builder rather than gzip's checksum.
+func FuzzReadSnapshot(f *testing.F) {
+	for _, archive := range [][]byte{
+		mustReadFile(f, h200Snapshot),
+		tarGz(f, []entry{symlink("sys/bus/pci/devices/0000:00:01.0", "../../../../../etc"),
+			symlink("sys/a", "b"), symlink("sys/b", "a")}),
+		tarGz(f, []entry{file("../x", "y")}),
+	} {
+		zr, err := gzip.NewReader(bytes.NewReader(archive))
+		if err != nil {
+			f.Fatal(err)
+		}
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write(raw)
+		zw.Close()
+		fsys, err := ReadSnapshot(&b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "sysfs: snapshot") {
+				t.Fatalf("error without the package prefix: %v", err)
+			}
+			return
+		}
+		// Whatever loaded must read without panicking.
+		_, _ = fsys.PCIRecords()
+		_, _ = fsys.Platform()
+		var out bytes.Buffer
+		if _, err := WriteSnapshot(fsys, &out); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func mustReadFile(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
