@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/p2pkit/p2pkit/gdrcopy/internal/wccopy"
 )
 
 // Mapping is a buffer mapped into the process: CPU loads and stores reach
@@ -17,12 +19,16 @@ import (
 // Mapping only, so they run in parallel with each other and with copies on
 // other mappings.
 //
-// Copies use the streaming kernels of gdrcopy's copy layer for
-// write-combining and device mappings (the counterpart of
-// gdr_copy_to_mapping and gdr_copy_from_mapping) and a plain copy for
-// caching mappings. They are blocking CPU stores and loads: they order
-// nothing with GPU work already launched. Reads from a write-combining
-// mapping are uncached and far slower than writes.
+// Copies on write-combining and device mappings use the kernels of
+// gdrcopy/internal/wccopy, the counterpart of gdr_copy_to_mapping and
+// gdr_copy_from_mapping: the device pointer's alignment picks every access
+// width (so no device access is unaligned), the bulk moves with streaming
+// stores or loads, and a fence ends each copy, so the stores have left the
+// CPU's write-combining buffers when CopyToDevice returns. Caching mappings
+// use a plain copy, as libgdrapi uses memcpy. Copies are blocking CPU
+// stores and loads: they order nothing with GPU work already launched (see
+// the GPUDirect RDMA documentation on synchronization). Reads from a
+// write-combining mapping are uncached and far slower than writes.
 type Mapping struct {
 	b       *Buffer
 	typ     MappingType
@@ -62,7 +68,7 @@ func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
 	if m.typ == MappingCaching {
 		copy(dst, src)
 	} else {
-		toDevice(dst, src)
+		wccopy.ToDevice(dst, src)
 	}
 	return nil
 }
@@ -89,7 +95,7 @@ func (m *Mapping) copyFrom(dst []byte, off int) (err error) {
 	if m.typ == MappingCaching {
 		copy(dst, src)
 	} else {
-		fromDevice(dst, src)
+		wccopy.FromDevice(dst, src)
 	}
 	return nil
 }
