@@ -109,7 +109,7 @@ func (b Boot) Run(ctx context.Context) (Result, error) {
 		{Name: "proc", Mode: fs.ModeDir | 0o755},
 		{Name: "sys", Mode: fs.ModeDir | 0o755},
 		{Name: "dev", Mode: fs.ModeDir | 0o755},
-		{Name: "tmp", Mode: fs.ModeDir | 0o1777},
+		{Name: "tmp", Mode: fs.ModeDir | 0o777},
 	}
 	for name, path := range map[string]string{"bin/p2pcheck": b.Bin.P2PCheck, "bin/p2pmem.test": b.Bin.P2PMemTest} {
 		if path == "" {

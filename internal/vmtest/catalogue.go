@@ -89,6 +89,10 @@ func Catalogue() []*Topology {
 		IOMMU:      true,
 		Append:     []string{"pci=disable_acs_redir=pci:1b36:000c"},
 		ACSControl: 0x0011,
+		// 6.11's __pci_config_acs() (commit 47c8846a49ba) starts from the firmware's
+		// Control (0 in QEMU), not from what pci_std_enable_acs() set, so clearing the
+		// redirect bits leaves nothing: p2pdma-kernel.md §1.7.
+		ACSControlOn: map[string]uint16{KernelOracle: 0x0000},
 		Root: []*Node{
 			rootPort(2, sw(dsp(ep(NVMe)), dsp(ep(NVMe)))),
 			rootPort(3, at(ep(NVMe), 0, 0), at(ep(E1000E), 0, 1)),
@@ -119,15 +123,14 @@ func Catalogue() []*Topology {
 		},
 	})
 
-	pf := ep(NVMe, "subsys=subsys0", "sriov_max_vfs=2", "sriov_vq_flexible=4", "sriov_vi_flexible=2",
+	pf := ep(NVMe, "sriov_max_vfs=2", "sriov_vq_flexible=4", "sriov_vi_flexible=2",
 		"max_ioqpairs=6", "msix_qsize=3")
-	pf.VFs = 2
+	pf.Subsys, pf.VFs = "subsys0", 2
 	ts = append(ts, &Topology{
 		Name:       "sriov-nvme",
 		Doc:        "an SR-IOV NVMe with two VFs enabled from the guest (a VF counts as its PF) and a peer",
 		CPU:        "Skylake-Server",
 		OracleOnly: true,
-		Extra:      []string{"-device", "nvme-subsys,id=subsys0,nqn=p2pkit-sriov"},
 		Root:       []*Node{rootPort(2, sw(dsp(pf), dsp(ep(NVMe))))},
 	})
 

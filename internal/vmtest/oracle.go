@@ -3,7 +3,9 @@ package vmtest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -73,7 +75,9 @@ func ParseOracle(dmesg []byte) (Oracle, error) {
 			p, err1 := pcie.ParseAddress(f[0])
 			c, err2 := pcie.ParseAddress(f[1])
 			d, err3 := strconv.Atoi(f[3])
-			if err1 != nil || err2 != nil || err3 != nil || !mapTypes[f[2]] {
+			// pci_name() is always the canonical form.
+			if err1 != nil || err2 != nil || err3 != nil || !mapTypes[f[2]] ||
+				p.String() != f[0] || c.String() != f[1] {
 				return o, fmt.Errorf("vmtest: oracle: bad verdict line %q", rest)
 			}
 			if seen[[2]pcie.Address{p, c}] {
@@ -111,4 +115,36 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// WithVFs adds verdicts for SR-IOV VFs enabled after boot, which the oracle (a
+// late_initcall) never saw. calc_map_type_and_dist() walks up from a VF through
+// pci_upstream_bridge(), which replaces a VF by its PF (drivers/pci/p2pdma.c,
+// include/linux/pci.h), so a VF's verdict against any function outside its PF's
+// family is the PF's. That holds only when neither the PF nor the VF has an ACS
+// capability (the kernel also checks the function it starts from); the caller must
+// check that. Pairs within one family (VF-PF, VF-VF) stay unjudged. vfs maps each VF
+// to its PF.
+func (o Oracle) WithVFs(vfs map[pcie.Address]pcie.Address) Oracle {
+	family := func(a pcie.Address) pcie.Address {
+		if pf, ok := vfs[a]; ok {
+			return pf
+		}
+		return a
+	}
+	out := Oracle{CPUSupportsP2PDMA: o.CPUSupportsP2PDMA, Verdicts: slices.Clone(o.Verdicts)}
+	for vf, pf := range vfs {
+		for _, v := range o.Verdicts {
+			switch {
+			case v.Provider == pf && family(v.Client) != pf:
+				out.Verdicts = append(out.Verdicts, Verdict{vf, v.Client, v.MapType, v.Distance})
+			case v.Client == pf && family(v.Provider) != pf:
+				out.Verdicts = append(out.Verdicts, Verdict{v.Provider, vf, v.MapType, v.Distance})
+			}
+		}
+	}
+	slices.SortFunc(out.Verdicts, func(a, b Verdict) int {
+		return cmp.Or(a.Provider.Compare(b.Provider), a.Client.Compare(b.Client))
+	})
+	return out
 }

@@ -62,6 +62,10 @@ type Node struct {
 	BusNr    uint8
 	NUMANode int
 
+	// Subsys puts an NVMe into an nvme-subsys of that id (which SR-IOV needs). Such a
+	// controller gets no namespace: QEMU refuses a legacy drive in a subsystem.
+	Subsys string
+
 	// VFs is the number of SR-IOV virtual functions the guest enables on this
 	// function (echo N > sriov_numvfs) before the captures are taken.
 	VFs int
@@ -96,15 +100,14 @@ type Topology struct {
 	// NUMANodes splits memory and CPUs into this many NUMA nodes (0: no -numa).
 	NUMANodes int
 
-	// Extra are QEMU arguments the tree's devices refer to (e.g. an nvme-subsys).
-	Extra []string
-
 	// Root holds the functions on pcie.0 besides QEMU's built-in ones.
 	Root []*Node
 
 	// ACSControl is the ACS Control value every function with an ACS capability (the
-	// root ports) must read after the kernel's pci_enable_acs().
-	ACSControl uint16
+	// root ports) must read after the kernel's pci_enable_acs(); ACSControlOn
+	// overrides it for the kernels (by Kernel.Name) that differ.
+	ACSControl   uint16
+	ACSControlOn map[string]uint16
 	// CPUP2P is what the oracle's cpu_supports_p2pdma must say (AMD Zen rule).
 	CPUP2P bool
 	// OracleOnly marks entries that need the test kernel (its built-in NVMe driver
@@ -242,7 +245,13 @@ func (t *Topology) QEMUArgs(dir string, memMiB, smp int) []string {
 	if t.IOMMU {
 		args = append(args, "-device", "intel-iommu,intremap=on")
 	}
-	args = append(args, t.Extra...)
+	subsys := map[string]bool{}
+	for _, p := range t.layout() {
+		if p.n.Subsys != "" && !subsys[p.n.Subsys] {
+			subsys[p.n.Subsys] = true
+			args = append(args, "-device", fmt.Sprintf("nvme-subsys,id=%s,nqn=p2pkit-%s", p.n.Subsys, p.n.Subsys))
+		}
+	}
 	chassis := 0
 	placedNodes := t.layout()
 	slots := map[string]int{} // functions per (parent bus, slot): multifunction when > 1
@@ -267,6 +276,10 @@ func (t *Topology) QEMUArgs(dir string, memMiB, smp int) []string {
 				dev = append(dev, fmt.Sprintf("numa_node=%d", p.n.NUMANode))
 			}
 		case NVMe:
+			if p.n.Subsys != "" {
+				dev = append(dev, "serial="+p.id, "subsys="+p.n.Subsys)
+				break
+			}
 			args = append(args, "-drive", fmt.Sprintf("file=%s,if=none,id=drv-%s,format=raw",
 				filepath.Join(dir, p.id+".img"), p.id))
 			dev = append(dev, "serial="+p.id, "drive=drv-"+p.id)
@@ -281,11 +294,19 @@ func (t *Topology) QEMUArgs(dir string, memMiB, smp int) []string {
 func (t *Topology) Drives() []string {
 	var ds []string
 	for _, p := range t.layout() {
-		if p.n.Kind == NVMe {
+		if p.n.Kind == NVMe && p.n.Subsys == "" {
 			ds = append(ds, p.id+".img")
 		}
 	}
 	return ds
+}
+
+// WantACS is the ACS Control the entry expects on k.
+func (t *Topology) WantACS(k Kernel) uint16 {
+	if v, ok := t.ACSControlOn[k.Name]; ok {
+		return v
+	}
+	return t.ACSControl
 }
 
 // Setup is the shell the guest runs before the captures: SR-IOV VFs.
