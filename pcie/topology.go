@@ -130,8 +130,12 @@ func NewTopology(recs []Record) *Topology {
 			continue
 		}
 		pf := t.byAddr[*d.PhysFn]
-		if pf == nil || pf == d {
+		switch pf {
+		case nil:
 			t.fail(d.Address, fmt.Errorf("physical function %s missing", d.PhysFn))
+			continue
+		case d:
+			t.fail(d.Address, errors.New("names itself as its physical function"))
 			continue
 		}
 		d.PF = pf
