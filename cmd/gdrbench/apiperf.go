@@ -51,7 +51,7 @@ type apiRow struct {
 }
 
 func (ao *apiPerfOptions) run(o *globalOptions) (err error) {
-	e := o.setup("apiperf", uint64(ao.size))
+	e := o.setup("apiperf", uint64(ao.size), false)
 	defer func() {
 		if cerr := e.close(); err == nil && cerr != nil {
 			err = failError(cerr)

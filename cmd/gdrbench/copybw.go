@@ -64,7 +64,7 @@ type bwRow struct {
 }
 
 func (co *copyBWOptions) run(o *globalOptions) (err error) {
-	e := o.setup("copybw", uint64(co.size))
+	e := o.setup("copybw", uint64(co.size), false)
 	defer func() {
 		if cerr := e.close(); err == nil && cerr != nil {
 			err = failError(cerr)

@@ -21,17 +21,25 @@ type env struct {
 	// noGPU says why there is no device memory when va is 0.
 	noGPU error
 
-	drv *gdrcopy.Driver
-	// notReady is the open error when drv is nil; rep.GDRDrv then holds
+	// drv is nil when gdrdrv could not be opened; rep.GDRDrv then holds
 	// the diagnosis.
-	notReady error
+	drv *gdrcopy.Driver
 }
 
-// setup lists the GPUs, gets size bytes of device memory (unless --va gave
-// them) and opens gdrdrv. Failures are recorded, not returned: each command
-// decides what it can still do.
-func (o *globalOptions) setup(tool string, size uint64) *env {
+// setup opens gdrdrv, lists the GPUs and gets size bytes of device memory
+// (unless --va gave them). Without gdrdrv it allocates only when the command
+// can still use the memory (copylat's cuMemcpy baseline). Failures are
+// recorded, not returned: each command decides what it can still do.
+func (o *globalOptions) setup(tool string, size uint64, memWithoutGDR bool) *env {
 	e := &env{o: o, rep: &report{Tool: tool, Device: o.device, Results: []struct{}{}}, size: size}
+	drv, err := gdrcopy.OpenPath(filepath.Join(o.root, "dev", "gdrdrv"))
+	if err != nil {
+		r := o.diagnoseGDRDrv(err)
+		e.rep.GDRDrv = &r
+	} else {
+		e.drv = drv
+	}
+
 	gpus, gpuErr := listGPUs()
 	e.rep.GPUs = gpus
 	va, _ := o.vaddr() // validated in PersistentPreRunE
@@ -43,6 +51,8 @@ func (o *globalOptions) setup(tool string, size uint64) *env {
 		e.noGPU = gpuErr
 	case o.device >= len(gpus):
 		e.noGPU = fmt.Errorf("no GPU %d: %d CUDA device(s)", o.device, len(gpus))
+	case e.drv == nil && !memWithoutGDR:
+		// Nothing would use the memory: the command stops at the diagnosis.
 	default:
 		mem, err := allocDevice(o.device, size)
 		if err != nil {
@@ -50,15 +60,6 @@ func (o *globalOptions) setup(tool string, size uint64) *env {
 			break
 		}
 		e.mem, e.va = mem, mem.VA
-	}
-
-	drv, err := gdrcopy.OpenPath(filepath.Join(o.root, "dev", "gdrdrv"))
-	if err != nil {
-		e.notReady = err
-		r := o.diagnoseGDRDrv(err)
-		e.rep.GDRDrv = &r
-	} else {
-		e.drv = drv
 	}
 	return e
 }

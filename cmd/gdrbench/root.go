@@ -66,7 +66,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&o.format, "format", "text", "output format: text or json")
 	pf.IntVarP(&o.device, "device", "d", 0, "GPU index (CUDA numbering)")
 	pf.StringVar(&o.va, "va", "", "use this device virtual address (hex with 0x) instead of a CUDA allocation; it must be 64 KiB aligned")
-	pf.StringVar(&o.root, "root", "/", "treat this directory as / when diagnosing gdrdrv (/proc, /dev)")
+	pf.StringVar(&o.root, "root", "/", "treat this directory as /: open DIR/dev/gdrdrv and diagnose from DIR/proc and DIR/dev")
 	cmd.AddCommand(
 		newSanityCommand(o),
 		newCopyBWCommand(o),
@@ -76,7 +76,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-// vaddr parses --va; ok is false when it was not given.
+// vaddr parses --va; it returns 0 when --va was not given.
 func (o *globalOptions) vaddr() (va uint64, err error) {
 	if o.va == "" {
 		return 0, nil

@@ -84,7 +84,7 @@ type sanityResult struct {
 }
 
 func (so *sanityOptions) run(o *globalOptions) (err error) {
-	e := o.setup("sanity", uint64(so.size))
+	e := o.setup("sanity", uint64(so.size), false)
 	defer func() {
 		if cerr := e.close(); err == nil && cerr != nil {
 			err = failError(cerr)
