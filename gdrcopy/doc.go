@@ -50,7 +50,7 @@
 // one, run in parallel with no process-wide lock (libgdrapi itself is not
 // thread-safe and NCCL serialises it globally). Close waits for the copies in
 // flight, then unmaps, so a racing copy fails cleanly with an error matching
-// [fs.ErrClosed] rather than touching unmapped memory.
+// [io/fs.ErrClosed] rather than touching unmapped memory.
 //
 // # Processes
 //
@@ -64,6 +64,6 @@
 // # Errors
 //
 // Errors wrap the few sentinels of this package where one applies, and the
-// kernel's errno otherwise; errors.Is matches [fs.ErrNotExist] and
-// [fs.ErrPermission] where the errno means that.
+// kernel's errno otherwise; errors.Is matches [io/fs.ErrNotExist] and
+// [io/fs.ErrPermission] where the errno means that.
 package gdrcopy

@@ -42,7 +42,7 @@ func Open() (*Driver, error) {
 //
 // A missing node or module gives an error matching [ErrDriverNotLoaded] that
 // says how to load it and make the node; a node the caller may not open
-// gives one matching [fs.ErrPermission].
+// gives one matching [io/fs.ErrPermission].
 func OpenPath(path string) (*Driver, error) {
 	sys, err := hostSyscalls()
 	if err != nil {

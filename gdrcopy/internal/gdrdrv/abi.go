@@ -19,13 +19,13 @@ const (
 	DriverVersion uint32 = 2<<MajorVersionShift | 6
 	// MinimumAPIVersion is MINIMUM_GDR_API_VERSION: the oldest library a
 	// 2.6 driver accepts (2.0).
-	MinimumAPIVersion uint32 = 2<<MajorVersionShift | 0
+	MinimumAPIVersion uint32 = 2 << MajorVersionShift
 	// APIVersion is GDR_API_VERSION of libgdrapi 2.6, the library version a
 	// client of this package speaks for.
 	APIVersion uint32 = 2<<MajorVersionShift | 6
 	// MinimumDriverVersion is gdrapi.h MINIMUM_GDRDRV_VERSION: libgdrapi
 	// refuses drivers older than 2.0 (gdrapi.c gdr_open_gdrdrv_internal).
-	MinimumDriverVersion uint32 = 2<<MajorVersionShift | 0
+	MinimumDriverVersion uint32 = 2 << MajorVersionShift
 
 	// MinimumVersionWithGetInfoV2 is GDRDRV_MINIMUM_VERSION_WITH_GET_INFO_V2.
 	MinimumVersionWithGetInfoV2 uint32 = 2<<MajorVersionShift | 4
