@@ -268,6 +268,15 @@ func TestCalc(t *testing.T) {
 			want: outcome{MapType: ThruHostBridge, Distance: 4},
 		},
 		{
+			name: "different root ports, Ice Lake 09a2 before 5.18",
+			plat: withKernel(intel, 5, 15),
+			setup: func(tb testing.TB) pair {
+				r := buildTwoRootPorts(tb, idIceLake, idIceLake, noACS)
+				return pair{r.t, r.ep0, r.ep1, "host bridge not in P2PDMA whitelist: 8086:09a2"}
+			},
+			want: outcome{MapType: NotSupported, Distance: 4},
+		},
+		{
 			name: "different root ports, q35",
 			plat: intel,
 			setup: func(tb testing.TB) pair {

@@ -109,7 +109,9 @@ func TestWhitelistFor(t *testing.T) {
 		want []string
 	}{
 		{KernelVersion{}, base},
-		{KernelVersion{5, 9}, base[:4]}, // Skylake-E and Ice Lake not pinned for 5.9-6.0
+		{KernelVersion{5, 9}, base[:9]}, // Ice Lake's 09a2 came in 5.18
+		{KernelVersion{5, 17}, base[:9]},
+		{KernelVersion{5, 18}, base},
 		{KernelVersion{6, 1}, base},
 		{KernelVersion{6, 12}, base},
 		{KernelVersion{7, 1}, cat(base, []string{"1ae0:*"})}, // accelerators only via 7.1.y backport

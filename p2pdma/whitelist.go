@@ -14,7 +14,8 @@ type WhitelistEntry struct {
 	// only between devices below the same host bridge.
 	SameHostBridge bool
 	// Since is the first release known to carry the entry and After the last one known
-	// not to. A kernel strictly between the two may or may not have it.
+	// not to (zero: none modelled lacks it). A kernel strictly between the two may or
+	// may not have it.
 	After, Since KernelVersion
 	// Comment names the hardware, as the kernel's table comment does.
 	Comment string
@@ -51,32 +52,28 @@ func (e WhitelistEntry) presence(v KernelVersion) tri {
 }
 
 // whitelist is every entry known, in the kernel's table order. The first block is the
-// table of Linux 6.1 (identical in 6.2 through 7.0); the later blocks are tagged with
-// the release that added them.
+// table of Linux 6.1 (identical in 6.2 through 7.0); every entry is tagged with the
+// release that added it.
 var whitelist = func() []WhitelistEntry {
-	base := func(dev uint16, same bool, after KernelVersion, comment string) WhitelistEntry {
+	entry := func(dev uint16, same bool, since, after KernelVersion, comment string) WhitelistEntry {
 		return WhitelistEntry{Vendor: 0x8086, Device: dev, SameHostBridge: same,
-			After: after, Since: kernelBaseline, Comment: comment}
+			After: after, Since: since, Comment: comment}
 	}
-	// The Xeon E5/E7 entries date from the 5.5 rework (before the CPU rule, the oldest
-	// release modelled); Skylake-E and Ice Lake-SP were added between 5.9 and 6.1, in a
-	// release not pinned here, so 5.9 to 6.0 are "maybe" for them.
-	old := KernelVersion{5, 4}
-	mid := KernelVersion{5, 8}
+	// The Xeon E5/E7 entries came with the 5.5 rework and the Skylake-E ones in 2020
+	// (commits bc123a515cb7, 7b94b53db34f), all before 5.9, the oldest release
+	// modelled; Ice Lake-SP's 09a2 came in 5.18 (commit feaea1fe8b36).
+	none, floor := KernelVersion{}, kernelCPURule
 	tab := []WhitelistEntry{
-		base(0x3c00, true, old, "Intel Xeon E5/Core i7"),
-		base(0x3c01, true, old, "Intel Xeon E5/Core i7"),
-		base(0x2f00, true, old, "Intel Xeon E7 v3/Xeon E5 v3/Core i7"),
-		base(0x2f01, true, old, "Intel Xeon E7 v3/Xeon E5 v3/Core i7"),
-		base(0x2030, false, mid, "Intel Skylake-E root port A"),
-		base(0x2031, false, mid, "Intel Skylake-E root port B"),
-		base(0x2032, false, mid, "Intel Skylake-E root port C"),
-		base(0x2033, false, mid, "Intel Skylake-E root port D"),
-		base(0x2020, false, mid, "Intel Skylake-E"),
-		base(0x09a2, false, mid, "Intel Ice Lake-SP and newer Xeons"),
-	}
-	for i := range tab[:4] {
-		tab[i].Since = kernelCPURule
+		entry(0x3c00, true, floor, none, "Intel Xeon E5/Core i7"),
+		entry(0x3c01, true, floor, none, "Intel Xeon E5/Core i7"),
+		entry(0x2f00, true, floor, none, "Intel Xeon E7 v3/Xeon E5 v3/Core i7"),
+		entry(0x2f01, true, floor, none, "Intel Xeon E7 v3/Xeon E5 v3/Core i7"),
+		entry(0x2030, false, floor, none, "Intel Skylake-E root port A"),
+		entry(0x2031, false, floor, none, "Intel Skylake-E root port B"),
+		entry(0x2032, false, floor, none, "Intel Skylake-E root port C"),
+		entry(0x2033, false, floor, none, "Intel Skylake-E root port D"),
+		entry(0x2020, false, floor, none, "Intel Skylake-E"),
+		entry(0x09a2, false, KernelVersion{5, 18}, KernelVersion{5, 17}, "Intel Ice Lake-SP and newer Xeons"),
 	}
 	// Intel accelerators that sit alone on their root bus: upstream commit
 	// 0ba76b19fd4c in 7.2, backported to 7.1.y (so 7.1 is "maybe").
