@@ -254,6 +254,31 @@ func TestSanityInvalidationAfterFree(t *testing.T) {
 			t.Errorf("map after free: err = %v, want ErrInvalidated", err)
 		}
 	})
+	// The fault is caught whichever kernel touches the zapped mapping first:
+	// the small aligned accesses, the streaming bulk in both directions, and
+	// the plain copy of caching mappings.
+	t.Run("non-persistent/fault in every kernel", func(t *testing.T) {
+		for _, cached := range []bool{false, true} {
+			d, mod := openFake(t, fakegdrdrv.Config{Cacheable: cached})
+			for _, n := range []int{1, 4, 15, 100, 4096 + 3, size} {
+				for _, dir := range []string{"to", "from"} {
+					a := allocAligned(t, mod, size)
+					_, m := pinMap(t, d, a, size)
+					freeAligned(t, mod, a)
+					buf := make([]byte, n)
+					var err error
+					if dir == "to" {
+						err = m.CopyToDevice(size-n, buf)
+					} else {
+						err = m.CopyFromDevice(buf, size-n)
+					}
+					if !errors.Is(err, ErrInvalidated) {
+						t.Errorf("%s mapping, copy %s device of %d bytes after free: err = %v, want ErrInvalidated", m.Type(), dir, n, err)
+					}
+				}
+			}
+		}
+	})
 	t.Run("non-persistent/flag", func(t *testing.T) {
 		d, mod := openFake(t, fakegdrdrv.Config{})
 		a := allocAligned(t, mod, size)
