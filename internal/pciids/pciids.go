@@ -1,19 +1,25 @@
 // Package pciids names PCI vendors, devices, subsystems and classes from the
 // pci.ids database (https://pci-ids.ucw.cz) installed on the host, as lspci does.
 //
-// The file is parsed with github.com/jaypipes/pcidb. pcidb can download pci.ids when
-// none is found (PCIDB_ENABLE_NETWORK_FETCH=1 in the environment); this package
-// always passes an explicit path and disables the download, so the database is
-// never fetched over the network and the environment has no effect.
+// The database is only ever read from a local file, never fetched over the network.
+// It is indexed lazily: Load reads the file and notes where each vendor's block and
+// the class section start; a vendor's devices and subsystems are parsed the first
+// time one of them is asked for. p2pcheck names a few dozen vendors per run, so it
+// never pays for parsing the other thousands (a full parse with
+// github.com/jaypipes/pcidb costs about 90 ms and 12 MB, more than the whole
+// `p2pcheck topo` budget).
 package pciids
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-
-	"github.com/jaypipes/pcidb"
+	"strings"
+	"sync"
 
 	"github.com/p2pkit/p2pkit/pcie"
 )
@@ -21,6 +27,9 @@ import (
 // ErrNoDatabase is returned (wrapped) by Load when no pci.ids file was found.
 // Callers may ignore it: names then stay empty.
 var ErrNoDatabase = errors.New("pciids: no pci.ids database found")
+
+// maxSize bounds what Load reads: pci.ids is about 1.4 MB today.
+const maxSize = 32 << 20
 
 // DefaultPaths returns where distributions install pci.ids, in the order Load tries
 // them: pciutils' default (/usr/share/misc, Debian and Ubuntu), hwdata's
@@ -40,16 +49,34 @@ func DefaultPaths() []string {
 	}
 }
 
-// DB is a loaded pci.ids database.
+// DB is a loaded pci.ids database. It is safe for concurrent use.
 type DB struct {
 	// Path is the file the database was read from.
 	Path string
-	db   *pcidb.DB
+
+	data    []byte
+	vendors map[uint16]vendorIndex // where each vendor's line is
+	classes int                    // offset of the first "C " line, or len(data)
+
+	mu      sync.Mutex
+	devices map[uint16]map[uint16]*device // parsed vendor blocks
+	classNm map[uint16]string             // see classNames
+}
+
+type vendorIndex struct {
+	name string
+	body int // offset of the line after the vendor's
+}
+
+type device struct {
+	name       string
+	subsystems map[uint32]string // subvendor<<16 | subdevice
 }
 
 // Load reads pci.ids from path, or, when path is empty, from the first of
 // DefaultPaths that exists. A name ending in ".gz" is decompressed. When there is no
-// file the error wraps ErrNoDatabase.
+// file the error wraps ErrNoDatabase; a file whose vendor lines are malformed is an
+// error too.
 func Load(path string) (*DB, error) {
 	if path == "" {
 		for _, p := range DefaultPaths() {
@@ -61,58 +88,174 @@ func Load(path string) (*DB, error) {
 		if path == "" {
 			return nil, ErrNoDatabase
 		}
-	} else if _, err := os.Stat(path); err != nil {
+	}
+	data, err := readAll(path)
+	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNoDatabase, err)
 		}
 		return nil, fmt.Errorf("pciids: %w", err)
 	}
-	db, err := parse(path)
-	if err != nil {
-		return nil, err
-	}
-	return &DB{Path: path, db: db}, nil
-}
-
-// parse hands path to pcidb with the network fetch off. pcidb's parser slices lines
-// at fixed offsets and panics on a short line; a damaged file is an error here, not
-// a crash.
-func parse(path string) (db *pcidb.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("pciids: %s: malformed database: %v", path, r)
-		}
-	}()
-	noFetch := false
-	db, err = pcidb.New(&pcidb.WithOption{Path: &path, EnableNetworkFetch: &noFetch})
-	if err != nil {
+	db := &DB{Path: path, data: data}
+	if err := db.index(); err != nil {
 		return nil, fmt.Errorf("pciids: %s: %w", path, err)
 	}
 	return db, nil
 }
 
-const hexDigits = "0123456789abcdef"
-
-// hex4 formats an ID as pci.ids keys it: four lowercase hex digits.
-func hex4(v uint16) string {
-	return string([]byte{hexDigits[v>>12], hexDigits[v>>8&0xf], hexDigits[v>>4&0xf], hexDigits[v&0xf]})
+func readAll(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r = zr
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxSize)
+	}
+	return data, nil
 }
 
-// hex2 formats a class or subclass ID as pci.ids keys it: two lowercase hex digits.
-func hex2(v uint8) string { return string([]byte{hexDigits[v>>4], hexDigits[v&0xf]}) }
+// index finds the vendor lines ("vvvv  Name" at the start of a line) up to the
+// class section ("C cc  Name").
+func (db *DB) index() error {
+	db.vendors = make(map[uint16]vendorIndex, 4096)
+	db.classes = len(db.data)
+	for off, lineNo := 0, 1; off < len(db.data); lineNo++ {
+		line, next := lineAt(db.data, off)
+		switch {
+		case len(line) == 0 || line[0] == '#' || line[0] == '\t':
+		case bytes.HasPrefix(line, []byte("C ")):
+			db.classes = off
+			return nil
+		default:
+			id, name, ok := idLine(line, 4)
+			if !ok {
+				return fmt.Errorf("line %d: malformed vendor line %q", lineNo, line)
+			}
+			db.vendors[uint16(id)] = vendorIndex{name: name, body: next}
+		}
+		off = next
+	}
+	return nil
+}
+
+// lineAt returns the line starting at off without its newline, and the offset of
+// the next line.
+func lineAt(data []byte, off int) (line []byte, next int) {
+	i := bytes.IndexByte(data[off:], '\n')
+	if i < 0 {
+		return data[off:], len(data)
+	}
+	return data[off : off+i], off + i + 1
+}
+
+// idLine parses "<n hex digits>  <name>" (the separator is two spaces in pci.ids;
+// any run of blanks is accepted).
+func idLine(line []byte, n int) (id uint32, name string, ok bool) {
+	if len(line) < n+2 || (line[n] != ' ' && line[n] != '\t') {
+		return 0, "", false
+	}
+	id, ok = hexID(line[:n])
+	return id, string(bytes.TrimSpace(line[n:])), ok
+}
+
+// hexID parses b as a hexadecimal number.
+func hexID(b []byte) (id uint32, ok bool) {
+	for _, c := range b {
+		v, ok := hexVal(c)
+		if !ok {
+			return 0, false
+		}
+		id = id<<4 | v
+	}
+	return id, len(b) > 0
+}
+
+func hexVal(c byte) (uint32, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return uint32(c - '0'), true
+	case 'a' <= c && c <= 'f':
+		return uint32(c-'a') + 10, true
+	case 'A' <= c && c <= 'F':
+		return uint32(c-'A') + 10, true
+	}
+	return 0, false
+}
+
+// block returns the parsed devices of vendor, parsing its block on first use.
+// Lines that do not parse are skipped: one bad entry costs one name, not all.
+func (db *DB) block(vendor uint16) map[uint16]*device {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if m, ok := db.devices[vendor]; ok {
+		return m
+	}
+	if db.devices == nil {
+		db.devices = map[uint16]map[uint16]*device{}
+	}
+	vi, ok := db.vendors[vendor]
+	if !ok {
+		db.devices[vendor] = nil
+		return nil
+	}
+	m := map[uint16]*device{}
+	var cur *device
+	for off := vi.body; off < db.classes; {
+		line, next := lineAt(db.data, off)
+		off = next
+		switch {
+		case len(line) == 0 || line[0] == '#':
+			continue
+		case line[0] != '\t':
+			db.devices[vendor] = m
+			return m // the next vendor
+		case len(line) > 1 && line[1] == '\t':
+			// "\t\tssss dddd  name": a subsystem of the current device.
+			if cur == nil || len(line) < 11 || line[6] != ' ' {
+				continue
+			}
+			sv, ok1 := hexID(line[2:6])
+			sd, name, ok2 := idLine(line[7:], 4)
+			if ok1 && ok2 {
+				if cur.subsystems == nil {
+					cur.subsystems = map[uint32]string{}
+				}
+				cur.subsystems[sv<<16|sd] = name
+			}
+		default:
+			id, name, ok := idLine(line[1:], 4)
+			if !ok {
+				cur = nil
+				continue
+			}
+			cur = &device{name: name}
+			m[uint16(id)] = cur
+		}
+	}
+	db.devices[vendor] = m
+	return m
+}
 
 // Vendor returns the vendor's name, or "" when unknown.
-func (db *DB) Vendor(vendor uint16) string {
-	if v := db.db.Vendors[hex4(vendor)]; v != nil {
-		return v.Name
-	}
-	return ""
-}
+func (db *DB) Vendor(vendor uint16) string { return db.vendors[vendor].name }
 
 // Device returns the device's name, or "" when unknown.
 func (db *DB) Device(vendor, device uint16) string {
-	if p := db.db.Products[hex4(vendor)+hex4(device)]; p != nil {
-		return p.Name
+	if d := db.block(vendor)[device]; d != nil {
+		return d.name
 	}
 	return ""
 }
@@ -120,15 +263,8 @@ func (db *DB) Device(vendor, device uint16) string {
 // Subsystem returns the name pci.ids gives the subsystem (subvendor, subdevice) of
 // the device, or "" when it has none.
 func (db *DB) Subsystem(vendor, device, subVendor, subDevice uint16) string {
-	p := db.db.Products[hex4(vendor)+hex4(device)]
-	if p == nil {
-		return ""
-	}
-	sv, sd := hex4(subVendor), hex4(subDevice)
-	for _, s := range p.Subsystems {
-		if s.VendorID == sv && s.ID == sd {
-			return s.Name
-		}
+	if d := db.block(vendor)[device]; d != nil {
+		return d.subsystems[uint32(subVendor)<<16|uint32(subDevice)]
 	}
 	return ""
 }
@@ -137,17 +273,48 @@ func (db *DB) Subsystem(vendor, device, subVendor, subDevice uint16) string {
 // prog-if): the subclass's name, or the base class's when the subclass is unknown,
 // or "" when both are.
 func (db *DB) Class(class uint32) string {
-	c := db.db.Classes[hex2(uint8(class>>16))]
-	if c == nil {
-		return ""
+	names := db.classNames()
+	base, sub := uint16(class>>16&0xff), uint16(class>>8&0xff)
+	if n, ok := names[base<<8|sub]; ok {
+		return n
 	}
-	sub := hex2(uint8(class >> 8))
-	for _, s := range c.Subclasses {
-		if s.ID == sub {
-			return s.Name
+	return names[base<<8|classOnly]
+}
+
+// classOnly marks a base class's own name in classNm (subclass IDs are one byte).
+const classOnly = 0x100
+
+// classNames parses the class section once. Keys are base<<8|sub for subclasses
+// and base<<8|classOnly for base classes.
+func (db *DB) classNames() map[uint16]string {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.classNm != nil {
+		return db.classNm
+	}
+	m := map[uint16]string{}
+	base := -1
+	for off := db.classes; off < len(db.data); {
+		line, next := lineAt(db.data, off)
+		off = next
+		switch {
+		case len(line) == 0 || line[0] == '#':
+		case bytes.HasPrefix(line, []byte("C ")):
+			id, name, ok := idLine(line[2:], 2)
+			if !ok {
+				base = -1
+				continue
+			}
+			base = int(id)
+			m[uint16(base)<<8|classOnly] = name
+		case base >= 0 && line[0] == '\t' && (len(line) < 2 || line[1] != '\t'):
+			if id, name, ok := idLine(line[1:], 2); ok {
+				m[uint16(base)<<8|uint16(id)] = name
+			}
 		}
 	}
-	return c.Name
+	db.classNm = m
+	return m
 }
 
 // Annotate fills VendorName, DeviceName, ClassName and SubsystemName of every
