@@ -160,12 +160,27 @@ func (b *Buffer) invalidated() (bool, error) {
 // it first, to say why. The mapping then starts at the pinned address and
 // is [Buffer.Size] bytes long.
 //
-// On gdrdrv 2.5 and later Map first sends REQ_MAPPING_TYPE with no
-// preference, as gdr_map does, so the driver picks: write-combining, or
-// caching where the CPU can cache GPU memory, or device on BlueField-3.
+// The driver picks the mapping type: write-combining, or caching where the
+// CPU can cache GPU memory, or device on BlueField-3. On gdrdrv 2.5 and
+// later Map first sends REQ_MAPPING_TYPE with no preference, as gdr_map
+// does, to clear any earlier request.
 func (b *Buffer) Map() (*Mapping, error) {
+	return b.MapAs(MappingNone)
+}
+
+// MapAs maps b like [Buffer.Map], but asks the driver for mapping type t,
+// as gdr_map_v2 does with its GDR_MAP_FLAG_REQ_* flags; MappingNone lets
+// the driver choose. Asking for a type needs gdrdrv 2.5 or later. The
+// driver refuses a type the platform cannot give (gdrdrv.c
+// gdrdrv_req_mapping_type: caching without cacheable GPU memory,
+// write-combining where device mappings are mandatory, device anywhere
+// else); such errors match [ErrNotSupported].
+func (b *Buffer) MapAs(t MappingType) (*Mapping, error) {
 	d := b.d
 	op := fmt.Sprintf("map %#x+%d", b.addr, b.size)
+	if t > MappingDevice {
+		return nil, fmt.Errorf("gdrcopy: %s: unknown mapping type %d", op, uint32(t))
+	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	b.mu.Lock()
@@ -182,10 +197,16 @@ func (b *Buffer) Map() (*Mapping, error) {
 			ErrUnaligned, op, off, (b.addr+gdrdrv.GPUPageOffset)&gdrdrv.GPUPageMask)
 	}
 	if d.version >= versionReqMappingType {
-		p := gdrdrv.ReqMappingTypeParams{Handle: b.handle, MappingType: gdrdrv.MRNone}
+		p := gdrdrv.ReqMappingTypeParams{Handle: b.handle, MappingType: uint32(t)}
 		if err := d.dev.ReqMappingType(&p); err != nil {
+			if errors.Is(err, syscall.EOPNOTSUPP) {
+				return nil, fmt.Errorf("%w: %s: gdrdrv cannot map this platform's memory as %s: %w", ErrNotSupported, op, t, err)
+			}
 			return nil, driverError(op+": request mapping type", err)
 		}
+	} else if t != MappingNone {
+		return nil, fmt.Errorf("%w: %s: requesting a mapping type needs gdrdrv %s or later, and this is %s",
+			ErrNotSupported, op, versionReqMappingType, d.version)
 	}
 	// gdr_map_gdrdrv maps the size rounded up to the host page size.
 	ps := uint64(os.Getpagesize())
@@ -198,8 +219,12 @@ func (b *Buffer) Map() (*Mapping, error) {
 		return nil, b.mmapError(op, err)
 	}
 	info, err := b.info()
-	if err == nil && info.Mapping == MappingNone {
+	switch {
+	case err != nil:
+	case info.Mapping == MappingNone:
 		err = fmt.Errorf("gdrcopy: %s: the driver reports the buffer unmapped after mmap", op)
+	case t != MappingNone && info.Mapping != t:
+		err = fmt.Errorf("gdrcopy: %s: asked for a %s mapping, the driver made a %s one", op, t, info.Mapping)
 	}
 	if err != nil {
 		return nil, errors.Join(err, d.dev.Sys.Munmap(mem))

@@ -343,3 +343,62 @@ func TestDriverCloseReleasesEverything(t *testing.T) {
 		t.Errorf("after Close (-want +got):\n%s", diff)
 	}
 }
+
+// MapAs asks for a mapping type, as gdr_map_v2 does.
+func TestMapAs(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     fakegdrdrv.Config
+		req     MappingType
+		want    MappingType
+		wantErr error
+	}{
+		{"default", fakegdrdrv.Config{}, MappingNone, MappingWC, nil},
+		{"WC", fakegdrdrv.Config{}, MappingWC, MappingWC, nil},
+		{"caching, not coherent", fakegdrdrv.Config{}, MappingCaching, 0, ErrNotSupported},
+		{"device, not BlueField-3", fakegdrdrv.Config{}, MappingDevice, 0, ErrNotSupported},
+		{"coherent default", fakegdrdrv.Config{Cacheable: true}, MappingNone, MappingCaching, nil},
+		{"coherent caching", fakegdrdrv.Config{Cacheable: true}, MappingCaching, MappingCaching, nil},
+		{"coherent WC", fakegdrdrv.Config{Cacheable: true}, MappingWC, MappingWC, nil},
+		{"BlueField-3 device", fakegdrdrv.Config{DeviceMapping: true}, MappingDevice, MappingDevice, nil},
+		{"BlueField-3 WC", fakegdrdrv.Config{DeviceMapping: true}, MappingWC, 0, ErrNotSupported},
+		{"2.4 default", fakegdrdrv.Config{Version: uint32(v2_4)}, MappingNone, MappingWC, nil},
+		{"2.4 WC", fakegdrdrv.Config{Version: uint32(v2_4)}, MappingWC, 0, ErrNotSupported},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, mod := openFake(t, tt.cfg)
+			b, err := d.Pin(allocAligned(t, mod, 64<<10), 64<<10, PinDefault)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := b.MapAs(tt.req)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("MapAs(%s): err = %v, want %v", tt.req, err, tt.wantErr)
+				}
+				// A refused request leaves the buffer mappable.
+				if _, err := b.Map(); err != nil {
+					t.Errorf("Map after a refused MapAs: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("MapAs(%s): %v", tt.req, err)
+			}
+			if m.Type() != tt.want {
+				t.Errorf("MapAs(%s) made a %s mapping, want %s", tt.req, m.Type(), tt.want)
+			}
+		})
+	}
+	t.Run("unknown type", func(t *testing.T) {
+		d, mod := openFake(t, fakegdrdrv.Config{})
+		b, err := d.Pin(allocAligned(t, mod, 64<<10), 64<<10, PinDefault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.MapAs(7); err == nil || !strings.Contains(err.Error(), "unknown mapping type") {
+			t.Errorf("MapAs(7): err = %v, want an unknown-type error", err)
+		}
+	})
+}

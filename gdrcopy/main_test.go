@@ -40,7 +40,10 @@ func openFDs() ([]string, bool) {
 	}
 	fds := make([]string, 0, len(ents))
 	for _, e := range ents {
-		fds = append(fds, e.Name())
+		// The descriptor ReadDir used is listed but already closed.
+		if _, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			fds = append(fds, e.Name())
+		}
 	}
 	return fds, true
 }

@@ -221,7 +221,7 @@ func (m *Mapping) recoverFault(err *error, op string) {
 		panic(r)
 	}
 	m.invalid.Store(true)
-	*err = fmt.Errorf("%w: %s %#x+%d: %v", ErrInvalidated, op, m.b.addr, m.b.size, r)
+	*err = fmt.Errorf("%w: %s %#x+%d: the mapping faulted at %#x", ErrInvalidated, op, m.b.addr, m.b.size, fault.Addr())
 }
 
 // contains reports whether addr lies in the mapped memory.

@@ -217,6 +217,43 @@ func TestSanityDataValidation(t *testing.T) {
 	}
 }
 
+// data_validation_mix_mappings_cumemalloc: one buffer pinned twice, mapped
+// write-combining and caching on a coherent platform, sees the same data
+// through both.
+func TestSanityDataValidationMixMappings(t *testing.T) {
+	const size = 64 << 10
+	d, mod := openFake(t, fakegdrdrv.Config{Cacheable: true})
+	ptr := allocAligned(t, mod, size)
+	var maps []*Mapping
+	for _, typ := range []MappingType{MappingWC, MappingCaching} {
+		b, err := d.Pin(ptr, size, PinDefault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := b.MapAs(typ)
+		if err != nil {
+			t.Fatalf("map as %s: %v", typ, err)
+		}
+		maps = append(maps, m)
+	}
+	src := rand.NewChaCha8([32]byte{7})
+	want := make([]byte, size)
+	got := make([]byte, size)
+	for i, m := range maps {
+		other := maps[1-i]
+		src.Read(want)
+		if err := m.CopyToDevice(0, want); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.CopyFromDevice(got, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("written through the %s mapping, read through the %s one: data differ", m.Type(), other.Type())
+		}
+	}
+}
+
 // invalidation_access_after_free_* and invalidation_two_mappings_*: in
 // non-persistent mode freeing the memory invalidates the pin and its
 // mapping only; in persistent mode the old data stay readable.

@@ -11,6 +11,6 @@
 //
 // All system calls go through the [Syscalls] boundary. [Host] reaches the
 // kernel; tests install a fake of the module at the same boundary, so the
-// code above it runs unchanged. This is the only package of gdrcopy that
-// imports golang.org/x/sys/unix.
+// code above it runs unchanged. Apart from that fake, this is the only
+// package of gdrcopy that imports golang.org/x/sys/unix.
 package gdrdrv
