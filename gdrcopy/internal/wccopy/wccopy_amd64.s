@@ -105,9 +105,14 @@ tailDone:
 // MOVDIR64B_SI_DI is MOVDIR64B (SI), DI: a 64-byte direct store of the
 // bytes at SI to the 64-byte aligned address in DI. The Go assembler has no
 // mnemonic for it; the encoding is 66 0F 38 F8 /r with ModRM 0x3E
-// (reg = DI, r/m = [SI]).
+// (mod = 00, reg = DI, r/m = SI).
 #define MOVDIR64B_SI_DI \
 	BYTE	$0x66; BYTE $0x0F; BYTE $0x38; BYTE $0xF8; BYTE $0x3E
+
+// MOVDIR64B_SI64_DI is MOVDIR64B 64(SI), DI: ModRM 0x7E (mod = 01, an
+// 8-bit displacement) and the displacement 0x40.
+#define MOVDIR64B_SI64_DI \
+	BYTE	$0x66; BYTE $0x0F; BYTE $0x38; BYTE $0xF8; BYTE $0x7E; BYTE $0x40
 
 // func storeSSE2(dst, src *byte, n int)
 // Requires: SSE2
@@ -416,14 +421,32 @@ align64:
 	ADVANCE(32)
 
 bulk:
+	CMPQ	CX, $256
+	JB	last64
+
+	// Four direct stores per iteration; the destination register takes no
+	// displacement, so DI steps after each.
+loop256:
+	MOVDIR64B_SI_DI
+	ADDQ	$64, DI
+	MOVDIR64B_SI64_DI
+	ADDQ	$64, DI
+	ADDQ	$128, SI
+	MOVDIR64B_SI_DI
+	ADDQ	$64, DI
+	MOVDIR64B_SI64_DI
+	ADDQ	$64, DI
+	ADDQ	$128, SI
+	SUBQ	$256, CX
+	CMPQ	CX, $256
+	JAE	loop256
+
+last64:
 	CMPQ	CX, $64
 	JB	last32
-
-loop64:
 	MOVDIR64B_SI_DI
 	ADVANCE(64)
-	CMPQ	CX, $64
-	JAE	loop64
+	JMP	last64
 
 last32:
 	CMPQ	CX, $32
