@@ -41,7 +41,7 @@ type Mapping struct {
 }
 
 // Len returns the length of the mapping, the size the buffer was pinned
-// with.
+// with; 0 once the mapping is closed.
 func (m *Mapping) Len() int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -52,7 +52,9 @@ func (m *Mapping) Len() int {
 func (m *Mapping) Type() MappingType { return m.typ }
 
 // CopyToDevice copies src to the mapping at off. Nothing is copied unless
-// the whole range lies within the mapping.
+// the whole range lies within the mapping. Once the mapping is closed it
+// fails with an error matching [io/fs.ErrClosed]; once the GPU memory is
+// known to be freed, with [ErrInvalidated].
 func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -74,7 +76,8 @@ func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
 }
 
 // CopyFromDevice copies len(dst) bytes of the mapping at off to dst.
-// Nothing is copied unless the whole range lies within the mapping.
+// Nothing is copied unless the whole range lies within the mapping. It fails
+// as CopyToDevice does.
 func (m *Mapping) CopyFromDevice(dst []byte, off int) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/gdrcopy/internal/fakegdrdrv"
+	"github.com/p2pkit/p2pkit/gdrcopy/internal/wccopy"
 )
 
 func TestMappingBounds(t *testing.T) {
@@ -282,4 +283,39 @@ func pinMapped(t *testing.T, d *Driver, mod *fakegdrdrv.Module, size uint64) *Ma
 	t.Helper()
 	_, m := pinMap(t, d, allocAligned(t, mod, size), size)
 	return m
+}
+
+// The cost of a copy through a Mapping over the kernel itself: the shared
+// lock, the invalidation flag and the fault guard. The fake's mapping is
+// ordinary memory, so the numbers say nothing about PCIe.
+func BenchmarkCopy(b *testing.B) {
+	const size = 64 << 10
+	d, mod := openFake(b, fakegdrdrv.Config{})
+	_, m := pinMap(b, d, allocAligned(b, mod, size), size)
+	for _, n := range []int{8, 4096, size} {
+		buf := make([]byte, n)
+		b.Run(fmt.Sprintf("to/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				if err := m.CopyToDevice(0, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("from/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				if err := m.CopyFromDevice(buf, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("kernel-only/to/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			dst := m.Bytes()[:n]
+			for b.Loop() {
+				wccopy.ToDevice(dst, buf)
+			}
+		})
+	}
 }
