@@ -87,6 +87,9 @@ type tree interface {
 	// first read that returns less than asked: a sysfs attribute is served whole by
 	// one read (fs/kernfs/file.c). The final link, if any, is followed.
 	readFile(name string, buf []byte, toEOF bool) (int, error)
+	// readAll reads the file name to its end, or to limit+1 bytes when it is longer;
+	// the buffer grows with what is read, so a large limit costs nothing up front.
+	readAll(name string, limit int) ([]byte, error)
 	// names lists the directory name, sorted, without looking at the entries.
 	names(name string) ([]string, error)
 	// readDir lists the directory name with the type of each entry, sorted by
@@ -159,7 +162,14 @@ func resolveLexical(name, target string) (string, error) {
 
 // readFile reads the whole file name, at most limit bytes; a longer file is an error.
 func (fsys FS) readFile(name string, limit int) ([]byte, error) {
-	return readBounded(fsys.t, name, "", make([]byte, limit+1), limit > attrLimit)
+	b, err := fsys.t.readAll(name, limit)
+	if err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	if len(b) > limit {
+		return nil, pathErr("read", name, fmt.Errorf("%w (%d bytes)", errTooLarge, limit))
+	}
+	return b, nil
 }
 
 // readBounded reads name from t into buf, which is one byte longer than the largest

@@ -41,6 +41,29 @@ func (t dirTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
 	return n, nil
 }
 
+func (t dirTree) readAll(name string, limit int) ([]byte, error) {
+	f, err := t.r.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, 0, min(limit+1, 4096))
+	for len(buf) <= limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), limit+1-len(buf)))
+		}
+		n, err := f.Read(buf[len(buf):min(cap(buf), limit+1)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) || n == 0 && err == nil {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
 func (t dirTree) names(name string) ([]string, error) {
 	f, err := t.r.Open(name)
 	if err != nil {

@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"path"
@@ -86,18 +87,35 @@ func splitName(name string) []string {
 	return strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
 }
 
-func (t memTree) readFile(name string, buf []byte, _ bool) (int, error) {
+// regular returns the regular file name leads to.
+func (t memTree) regular(name string) (*memNode, error) {
 	n, err := t.walk(name, true)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	switch {
 	case n.isDir():
-		return 0, errIsDir
+		return nil, errIsDir
 	case !n.mode.IsRegular():
-		return 0, errNotFile
+		return nil, errNotFile
+	}
+	return n, nil
+}
+
+func (t memTree) readFile(name string, buf []byte, _ bool) (int, error) {
+	n, err := t.regular(name)
+	if err != nil {
+		return 0, err
 	}
 	return copy(buf, n.data), nil
+}
+
+func (t memTree) readAll(name string, limit int) ([]byte, error) {
+	n, err := t.regular(name)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(n.data[:min(len(n.data), limit+1)]), nil
 }
 
 func (t memTree) readDir(name string) ([]dirEntry, error) {
