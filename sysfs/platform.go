@@ -66,15 +66,16 @@ func (fsys FS) Platform() (Platform, error) {
 	if n, err := fsys.DevNode("gdrdrv"); keep(err) {
 		p.GDRDrvNode = &n
 	}
-	if g, err := fsys.IOMMUGroups(); keep(err) {
-		p.IOMMUGroups = g
-	}
+	// These two return what they could read along with their errors.
+	groups, err := fsys.IOMMUGroups()
+	keep(err)
+	p.IOMMUGroups = groups
 	if u, err := fsys.IOMMUUnits(); keep(err) {
 		p.IOMMUUnits = u
 	}
-	if m, err := fsys.MemoryPeers(); keep(err) {
-		p.MemoryPeers = m
-	}
+	peers, err := fsys.MemoryPeers()
+	keep(err)
+	p.MemoryPeers = peers
 	if k, err := fsys.KernelConfig(); keep(err) {
 		p.KernelConfig = k
 	}
@@ -112,7 +113,9 @@ type IOMMUGroup struct {
 const iommuGroups = "sys/kernel/iommu_groups"
 
 // IOMMUGroups reads /sys/kernel/iommu_groups/*/type (drivers/iommu/iommu.c), in group
-// order. Groups exist only when an IOMMU driver is active.
+// order. Groups exist only when an IOMMU driver is active. A type that cannot be read
+// or parsed is reported in the error and left IOMMUUnknown; the other groups are
+// still returned.
 func (fsys FS) IOMMUGroups() ([]IOMMUGroup, error) {
 	ents, err := fsys.t.readDir(iommuGroups)
 	if err != nil {
@@ -151,7 +154,9 @@ const memoryPeers = "sys/kernel/mm/memory_peers"
 
 // MemoryPeers reads /sys/kernel/mm/memory_peers/<name>/version, where MOFED/DOCA
 // ib_core lists its peer-memory clients; NCCL looks for nv_mem and nv_mem_nc there
-// to decide whether GPUDirect RDMA through nvidia-peermem is available.
+// to decide whether GPUDirect RDMA through nvidia-peermem is available. A client
+// without a readable version maps to "" and, when the file exists, is reported in the
+// error.
 func (fsys FS) MemoryPeers() (map[string]string, error) {
 	names, err := fsys.names(memoryPeers)
 	if err != nil {
