@@ -23,6 +23,15 @@ func (d *Device) ClassCode() uint32 {
 	return d.Class
 }
 
+// VendorID returns the vendor ID: from config space when it was decoded, else the
+// sysfs vendor attribute.
+func (d *Device) VendorID() uint16 {
+	if d.Config != nil {
+		return d.Config.Vendor
+	}
+	return d.Vendor
+}
+
 // IsBridge reports whether d is a bridge with a secondary bus: header type 1
 // (PCI-to-PCI) or 2 (CardBus), as the kernel's pci_is_bridge() (include/linux/pci.h)
 // tests. Without config space it goes by the class code: PCI-to-PCI, semi-transparent
@@ -38,12 +47,29 @@ func (d *Device) IsBridge() bool {
 	return false
 }
 
-// IsGPU reports whether d is a VGA compatible (0x0300) or 3D (0x0302) display
-// controller; data-centre NVIDIA GPUs are the latter. Other display controllers
-// (0x0380) are not counted.
+// GPU vendors: a display controller of another vendor is a server's BMC video
+// (ASPEED, Matrox), not a GPU.
+const (
+	VendorNVIDIA = 0x10de
+	VendorAMD    = 0x1002 // ATI Technologies, AMD's GPU vendor ID
+	VendorIntel  = 0x8086
+)
+
+// IsGPU reports whether d is a GPU: a VGA compatible (0x0300) or 3D (0x0302)
+// display controller from NVIDIA, AMD or Intel. Data-centre NVIDIA GPUs are 3D
+// controllers; the VGA function of a BMC is left out, so GPUs() numbers GPUs the
+// way nvidia-smi does on servers. Other display controllers (0x0380) are not
+// counted.
 func (d *Device) IsGPU() bool {
 	c := d.ClassCode() >> 8
-	return c == ClassVGA || c == Class3D
+	if c != ClassVGA && c != Class3D {
+		return false
+	}
+	switch d.VendorID() {
+	case VendorNVIDIA, VendorAMD, VendorIntel:
+		return true
+	}
+	return false
 }
 
 // IsNIC reports whether d is an Ethernet (0x0200) or InfiniBand (0x0207) controller.

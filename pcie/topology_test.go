@@ -497,28 +497,36 @@ func TestQueries(t *testing.T) {
 func TestClassPredicates(t *testing.T) {
 	tests := []struct {
 		class                               uint32
-		header                              int // -1: no config space
+		vendor                              uint16 // 0: NVIDIA
+		header                              int    // -1: no config space
 		bridge, gpu, nic, nvme, accelerator bool
 	}{
-		{0x030000, -1, false, true, false, false, false},
-		{0x030200, 0, false, true, false, false, false},
-		{0x038000, 0, false, false, false, false, false},
-		{0x020000, -1, false, false, true, false, false},
-		{0x020700, 0, false, false, true, false, false},
-		{0x010802, 0, false, false, false, true, false},
-		{0x010801, 0, false, false, false, false, false},
-		{0x120000, 0, false, false, false, false, true},
-		{0x060400, -1, true, false, false, false, false},
-		{0x060401, -1, true, false, false, false, false},
-		{0x060900, -1, true, false, false, false, false},
-		{0x060700, 2, true, false, false, false, false},
-		{0x060000, 0, false, false, false, false, false},
-		{0x060400, 0, false, false, false, false, false}, // header type wins over class
+		{0x030000, 0, -1, false, true, false, false, false},
+		{0x030200, 0, 0, false, true, false, false, false},
+		{0x030000, 0x1002, 0, false, true, false, false, false},
+		{0x030000, 0x1a03, -1, false, false, false, false, false}, // ASPEED BMC video
+		{0x030000, 0x102b, 0, false, false, false, false, false},  // Matrox BMC video
+		{0x038000, 0, 0, false, false, false, false, false},
+		{0x020000, 0, -1, false, false, true, false, false},
+		{0x020700, 0, 0, false, false, true, false, false},
+		{0x010802, 0, 0, false, false, false, true, false},
+		{0x010801, 0, 0, false, false, false, false, false},
+		{0x120000, 0, 0, false, false, false, false, true},
+		{0x060400, 0, -1, true, false, false, false, false},
+		{0x060401, 0, -1, true, false, false, false, false},
+		{0x060900, 0, -1, true, false, false, false, false},
+		{0x060700, 0, 2, true, false, false, false, false},
+		{0x060000, 0, 0, false, false, false, false, false},
+		{0x060400, 0, 0, false, false, false, false, false}, // header type wins over class
 	}
 	for _, tt := range tests {
-		d := &Device{Record: Record{Class: tt.class}}
+		vendor := tt.vendor
+		if vendor == 0 {
+			vendor = VendorNVIDIA
+		}
+		d := &Device{Record: Record{Class: tt.class, Vendor: vendor}}
 		if tt.header >= 0 {
-			d.Config = &Config{Class: tt.class, HeaderType: uint8(tt.header)}
+			d.Config = &Config{Class: tt.class, Vendor: vendor, HeaderType: uint8(tt.header)}
 		}
 		got := [5]bool{d.IsBridge(), d.IsGPU(), d.IsNIC(), d.IsNVMe(), d.IsAccelerator()}
 		want := [5]bool{tt.bridge, tt.gpu, tt.nic, tt.nvme, tt.accelerator}
