@@ -31,23 +31,24 @@ func (b *Buffer) Addr() uint64 { return b.addr }
 // Size returns the size the buffer was pinned with, before rounding.
 func (b *Buffer) Size() uint64 { return b.size }
 
-// MappingType says how the CPU maps a buffer (gdrapi.h gdr_mapping_type_t).
+// MappingType says how the CPU maps a buffer (gdrapi.h gdr_mapping_type_t,
+// the same values as gdrdrv.h gdr_mr_type_t).
 type MappingType uint32
 
 // Possible MappingType values.
 const (
 	// MappingNone: not mapped.
-	MappingNone MappingType = MappingType(gdrdrv.MRNone)
+	MappingNone MappingType = 0
 	// MappingWC: write-combining (x86 and most arm64 BAR mappings). Stores
 	// are buffered and may reach the GPU out of order until fenced; loads
 	// are uncached and slow.
-	MappingWC MappingType = MappingType(gdrdrv.MRWC)
+	MappingWC MappingType = 1
 	// MappingCaching: cached, on platforms where the CPU can cache GPU
 	// memory coherently (Grace Hopper, POWER9 with NVLink).
-	MappingCaching MappingType = MappingType(gdrdrv.MRCaching)
+	MappingCaching MappingType = 2
 	// MappingDevice: device memory, where no access may be unaligned
 	// (BlueField-3).
-	MappingDevice MappingType = MappingType(gdrdrv.MRDevice)
+	MappingDevice MappingType = 3
 )
 
 // String returns a short name of the mapping type.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"syscall"
 
 	"github.com/p2pkit/p2pkit/gdrcopy/internal/gdrdrv"
 )
@@ -176,7 +177,7 @@ func (d *Driver) Pin(devPtr, size uint64, flags PinFlags) (*Buffer, error) {
 	if d.version >= versionPinBufferV2 {
 		p := gdrdrv.PinBufferV2Params{Addr: devPtr, Size: length, Flags: uint32(flags)}
 		if err := d.dev.PinBufferV2(&p); err != nil {
-			return nil, driverError(op, err)
+			return nil, pinError(op, err)
 		}
 		handle = p.Handle
 	} else {
@@ -186,7 +187,7 @@ func (d *Driver) Pin(devPtr, size uint64, flags PinFlags) (*Buffer, error) {
 		}
 		p := gdrdrv.PinBufferParams{Addr: devPtr, Size: length}
 		if err := d.dev.PinBuffer(&p); err != nil {
-			return nil, driverError(op, err)
+			return nil, pinError(op, err)
 		}
 		handle = p.Handle
 	}
@@ -195,6 +196,22 @@ func (d *Driver) Pin(devPtr, size uint64, flags PinFlags) (*Buffer, error) {
 	d.buffers[b] = struct{}{}
 	d.bufMu.Unlock()
 	return b, nil
+}
+
+// pinError explains the errnos a pin commonly fails with; the NVIDIA
+// driver's own errors pass through gdrdrv.c __gdrdrv_pin_buffer unchanged.
+func pinError(op string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EINVAL):
+		return fmt.Errorf("gdrcopy: %s: %w; the NVIDIA driver refused the range: not a cuMemAlloc/cudaMalloc "+
+			"allocation of this process, managed memory, a GPU without GPUDirect RDMA (GeForce), "+
+			"or a flag this driver lacks", op, err)
+	case errors.Is(err, syscall.ENOMEM):
+		return fmt.Errorf("gdrcopy: %s: %w; BAR1 space is exhausted (nvidia-smi -q -d MEMORY shows BAR1 usage), "+
+			"or this descriptor ran out of handles", op, err)
+	default:
+		return driverError(op, err)
+	}
 }
 
 // Close unmaps and unpins every buffer still open through d, then closes

@@ -15,11 +15,11 @@ type Version uint32
 // APIVersion is the libgdrapi version whose behaviour this package
 // implements (gdrapi.h GDR_API_VERSION, 2.6). Open refuses a driver whose
 // minimum library version is newer.
-const APIVersion = Version(gdrdrv.APIVersion)
+const APIVersion Version = 2<<16 | 6
 
 // MinimumDriverVersion is the oldest gdrdrv this package accepts (gdrapi.h
 // MINIMUM_GDRDRV_VERSION, 2.0).
-const MinimumDriverVersion = Version(gdrdrv.MinimumDriverVersion)
+const MinimumDriverVersion Version = 2 << 16
 
 // NewVersion returns the version word of major.minor.
 func NewVersion(major, minor uint16) Version {

@@ -5,7 +5,22 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/gdrcopy/internal/gdrdrv"
 )
+
+// The public constants repeat values of the raw ABI.
+func TestPublicConstantsMatchABI(t *testing.T) {
+	got := []uint32{uint32(APIVersion), uint32(MinimumDriverVersion),
+		uint32(MappingNone), uint32(MappingWC), uint32(MappingCaching), uint32(MappingDevice),
+		uint32(PinDefault), uint32(PinForcePCIe)}
+	want := []uint32{gdrdrv.APIVersion, gdrdrv.MinimumDriverVersion,
+		gdrdrv.MRNone, gdrdrv.MRWC, gdrdrv.MRCaching, gdrdrv.MRDevice,
+		gdrdrv.PinFlagDefault, gdrdrv.PinFlagForcePCIe}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-gdrdrv +gdrcopy):\n%s", diff)
+	}
+}
 
 func TestParseVersion(t *testing.T) {
 	tests := []struct {
