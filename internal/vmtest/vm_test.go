@@ -100,7 +100,8 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string) f
 		prov, _ := topo.Address(topo.P2PMem.Provider)
 		target, _ := topo.Address(topo.P2PMem.Target)
 		captures = append(captures, Capture{Name: "p2pmem.txt", Shell: fmt.Sprintf(
-			"n=$(ls /sys/bus/pci/devices/%s/nvme) && P2PKIT_P2PMEM_PROVIDER=%s P2PKIT_P2PMEM_TARGET=/dev/${n}n1 "+
+			"n=$(ls /sys/bus/pci/devices/%s/nvme) && P2PKIT_REQUIRE_HW=1 "+
+				"P2PKIT_P2PMEM_PROVIDER=%s P2PKIT_P2PMEM_TARGET=/dev/${n}n1 "+
 				"p2pmem.test -test.run '^TestGuestRoundTrip$' -test.v -test.count=1", target, prov)})
 	}
 	boot := Boot{Topology: topo, Kernel: k, Busybox: e.busybox, QEMU: e.qemu, Bin: e.bin,
@@ -179,7 +180,8 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string) f
 				t.Fatalf("p2pmem test binary did not build: %v", e.bin.P2PMemErr)
 			}
 			s := sec["p2pmem.txt"]
-			if s.Status != 0 || !bytes.Contains(s.Data, []byte("--- PASS: TestGuestRoundTrip")) {
+			if s.Status != 0 || !bytes.Contains(s.Data, []byte("--- PASS: TestGuestRoundTrip")) ||
+				!bytes.Contains(s.Data, []byte("P2PMEM ROUNDTRIP PASS")) {
 				t.Errorf("TestGuestRoundTrip in the guest (status %d) did not pass:\n%s", s.Status, s.Data)
 			}
 		})

@@ -1,0 +1,60 @@
+// Package vmtest is p2pkit's kernel-in-the-loop test tier: it boots real Linux
+// kernels under QEMU (q35, TCG, no KVM needed) on emulated PCIe topologies, runs
+// p2pcheck inside, and compares it with what the kernel itself shows and decides.
+//
+// # Running
+//
+// The tier is behind the vmtest build tag, so `go test ./...` never boots a guest:
+//
+//	scripts/fetch-kernel.sh                      # Debian's stock kernel into the cache
+//	go test -tags vmtest -run TestTopologies -v ./internal/vmtest/
+//	go test -tags vmtest -run 'TestTopologies/iommu-acs-oracle' -v ./internal/vmtest/
+//
+// It needs qemu-system-x86_64 and a static busybox (Debian: qemu-system-x86,
+// busybox-static). Kernels: the P2PDMA test kernel ../shared/kernel/bzImage-6.12-p2poracle
+// relative to the module root ("oracle") and Debian's stock kernel ("debian") from
+// scripts/fetch-kernel.sh. A missing QEMU, busybox or kernel skips with the reason;
+// with P2PKIT_REQUIRE_HW=1 it fails instead. Overrides: P2PKIT_QEMU, P2PKIT_BUSYBOX,
+// P2PKIT_ORACLE_KERNEL, P2PKIT_DEBIAN_KERNEL, P2PKIT_CACHE (the fetch script's cache,
+// default $XDG_CACHE_HOME/p2pkit). P2PKIT_VM_UPDATE=1 (or -update) rewrites the kept
+// captures under testdata/vm.
+//
+// Each run prints a summary line "vmtest <topology> <kernel> PASS|FAIL|SKIP <secs>".
+//
+// # What a run checks
+//
+// The guest's /init (InitScript) takes captures with busybox only — uname, dmesg, and
+// a listing of every PCI function read from sysfs and its config file with od
+// (CapturePCI: path, IDs, bus numbers, port type, ACS Control found by walking the
+// extended capabilities as setpci ECAP_ACS+6.w does, IOMMU group, NUMA node, PF) —
+// then p2pcheck's snapshot (base64 on the console), `topo --format json` and
+// `pairs --all --format json`, and, on the entry with an NVMe CMB, package p2pmem's
+// TestGuestRoundTrip. Each capture is printed between ==P2PKIT-BEGIN/END== markers
+// (ParseConsole). On the host:
+//
+//   - tree: the busybox view equals the entry's expected tree (Topology.Want): every
+//     function's address, host bridge, parent bridge, vendor:device, port type and
+//     bridge bus range; switch grouping follows from parents and port types.
+//   - kernel-facts: ACS Control on exactly the root ports equals the entry's value
+//     for that kernel, IOMMU groups exist exactly with a vIOMMU, NUMA nodes follow
+//     the pxb-pcie numa_node.
+//   - oracle (test kernel): one verdict per ordered pair of type-0 functions and the
+//     expected cpu_supports_p2pdma.
+//   - snapshot: the snapshot through sysfs.ReadSnapshot, PCIRecords and
+//     pcie.NewTopology equals the expected tree and the busybox facts.
+//   - topo: valid JSON naming every function.
+//   - pairs (test kernel): every ordered pair p2pcheck prints equals the kernel's map
+//     type and distance, and no pair is missing. The oracle runs before VFs exist, so
+//     a VF's verdict is taken from its PF (Oracle.WithVFs).
+//
+// # Adding a topology
+//
+// Append a Topology to Catalogue: a Name, a Doc line, the CPU model, kernel
+// parameters, IOMMU and NUMA settings, and the tree as Nodes (rootPort, sw, dsp, ep,
+// pciBridge, at). The tree is the single source of the QEMU command line
+// (QEMUArgs) and of the expected guest view (Want), which assumes the firmware's
+// depth-first bus numbering. Set ACSControl (and ACSControlOn where a kernel
+// differs) and CPUP2P from the kernel's rules, run the tier for the new entry with
+// P2PKIT_VM_UPDATE=1, review the new testdata/vm/<name>-<kernel>/ files and commit
+// them.
+package vmtest
