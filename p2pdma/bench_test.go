@@ -90,3 +90,34 @@ func BenchmarkAllPairs(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pairs), "ns/pair")
 	b.ReportMetric(float64(n), "functions")
 }
+
+// TestConcurrentCalc shares one Calculator between goroutines (run with -race): the
+// verdicts must equal those of a fresh Calculator.
+func TestConcurrentCalc(t *testing.T) {
+	topo := bigTopo(t)
+	devs := topo.Devices[:200]
+	byAddr := map[pcie.Address]*pcie.Device{}
+	for _, d := range devs {
+		byAddr[d.Address] = d
+	}
+	c := NewCalculator(topo, intel)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			ref := NewCalculator(topo, intel)
+			for v := range c.All(devs) {
+				w := ref.Calc(byAddr[v.Provider], byAddr[v.Client])
+				if v.MapType != w.MapType || v.Reason != w.Reason || len(v.ACSRedirect) != len(w.ACSRedirect) {
+					errs <- fmt.Errorf("%v -> %v: %v, fresh calculator %v", v.Provider, v.Client, v.MapType, w.MapType)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	"github.com/p2pkit/p2pkit/pcie"
 )
@@ -92,6 +93,9 @@ type hostOutcome struct {
 // Calculator computes verdicts for many pairs of one topology. NewCalculator does the
 // per-function and per-host-bridge work once; Calc then allocates nothing for the
 // common verdicts. A Calculator is safe for concurrent use.
+//
+// Verdicts of one Calculator share their ACSRedirect slices and Fix values with other
+// verdicts that have the same redirecting functions: treat them as read-only.
 type Calculator struct {
 	plat  Platform
 	index map[*pcie.Device]int32
@@ -102,6 +106,9 @@ type Calculator struct {
 	noCommon []hostOutcome
 	// noHost is the outcome when a host bridge is not known.
 	noHost hostOutcome
+
+	mu        sync.RWMutex
+	redirects map[redirectKey]*redirectEntry
 }
 
 // Calc returns the verdict for one pair. It builds a Calculator over t each time; use
@@ -117,7 +124,8 @@ func NewCalculator(t *pcie.Topology, plat Platform) *Calculator {
 }
 
 func newCalculator(t *pcie.Topology, plat Platform, extra ...*pcie.Device) *Calculator {
-	c := &Calculator{plat: plat, index: make(map[*pcie.Device]int32)}
+	c := &Calculator{plat: plat, index: make(map[*pcie.Device]int32),
+		redirects: make(map[redirectKey]*redirectEntry)}
 	hostIndex := make(map[*pcie.HostBridge]int32)
 	var hostList []*pcie.HostBridge
 	addHost := func(h *pcie.HostBridge) int32 {
@@ -444,13 +452,13 @@ func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Ver
 		}
 		return v
 	}
-	for _, s := range [2][]int32{provSide, clientSide} {
-		for _, x := range s {
-			switch d := &c.devs[x]; d.redir {
-			case yes:
-				v.ACSRedirect = append(v.ACSRedirect, d.addr)
-			case maybe:
-				v.Unknowns = append(v.Unknowns, d.acsUnknown)
+	if unread > 0 {
+		v.Unknowns = make([]string, 0, unread)
+		for _, s := range [2][]int32{provSide, clientSide} {
+			for _, x := range s {
+				if d := &c.devs[x]; d.redir == maybe {
+					v.Unknowns = append(v.Unknowns, d.acsUnknown)
+				}
 			}
 		}
 	}
@@ -461,29 +469,89 @@ func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Ver
 		v.Reason = c.devs[firstUnread].acsNotRead
 		return v
 	}
-	names := make([]string, 0, redir)
-	fix := &Fix{Setpci: make([]string, 0, redir)}
-	for _, s := range [2][]int32{provSide, clientSide} {
-		for _, x := range s {
+	e := c.redirected(provSide, clientSide, p.hb, q.hb)
+	v.MapType, v.ACSRedirect, v.Reason, v.Fix = e.mapType, e.redirect, e.reason, e.fix
+	if e.unknown != "" {
+		v.Unknowns = append(v.Unknowns, e.unknown)
+	}
+	return v
+}
+
+// redirectKey identifies the part of a verdict that ACS redirection decides: the
+// chain segments checked on each side, each trimmed of leading functions without
+// redirect set (a segment is then the first n elements of its first function's
+// chain), and the two host bridges.
+type redirectKey struct {
+	p, pn, q, qn, hp, hq int32
+}
+
+// redirectEntry is that part of a verdict, shared by every pair with the same key.
+type redirectEntry struct {
+	mapType  MapType
+	redirect []pcie.Address
+	reason   string
+	fix      *Fix
+	unknown  string
+}
+
+// trim drops the leading functions of seg that have no redirect set, returning the
+// rest as (first function, length), or (-1, 0) when none is left.
+func (c *Calculator) trim(seg []int32) (int32, int32) {
+	for i, x := range seg {
+		if c.devs[x].redir == yes {
+			return x, int32(len(seg) - i)
+		}
+	}
+	return -1, 0
+}
+
+// redirected returns the verdict part for a pair with ACS redirect on the path,
+// computing it once per key: the pairs of a large tree share few distinct ones.
+func (c *Calculator) redirected(provSide, clientSide []int32, hp, hq int32) *redirectEntry {
+	var k redirectKey
+	k.p, k.pn = c.trim(provSide)
+	k.q, k.qn = c.trim(clientSide)
+	k.hp, k.hq = hp, hq
+	c.mu.RLock()
+	e := c.redirects[k]
+	c.mu.RUnlock()
+	if e != nil {
+		return e
+	}
+	e = &redirectEntry{}
+	var names []string
+	e.fix = &Fix{}
+	for _, seg := range [2][]int32{c.segment(k.p, k.pn), c.segment(k.q, k.qn)} {
+		for _, x := range seg {
 			if d := &c.devs[x]; d.redir == yes {
+				e.redirect = append(e.redirect, d.addr)
 				names = append(names, d.bdf)
-				fix.Setpci = append(fix.Setpci, d.setpciClear)
+				e.fix.Setpci = append(e.fix.Setpci, d.setpciClear)
 			}
 		}
 	}
-	fix.KernelParam = "pci=disable_acs_redir=" + strings.Join(names, ";")
-	v.Fix = fix
+	e.fix.KernelParam = "pci=disable_acs_redir=" + strings.Join(names, ";")
 	why := fmt.Sprintf("ACS redirect is set on %s, between the client and provider, so the kernel treats "+
 		"the path as one through the root complex", strings.Join(names, ", "))
-	var out hostOutcome
-	if p.hb < 0 || q.hb < 0 {
-		out = c.noHost
+	out := c.noHost
+	if hp >= 0 && hq >= 0 {
+		out = c.hostCase(hp, hq, why)
+	}
+	e.mapType, e.reason, e.unknown = out.mapType, out.text, out.unknown
+	c.mu.Lock()
+	if prev := c.redirects[k]; prev != nil {
+		e = prev
 	} else {
-		out = c.hostCase(p.hb, q.hb, why)
+		c.redirects[k] = e
 	}
-	v.MapType, v.Reason = out.mapType, out.text
-	if out.unknown != "" {
-		v.Unknowns = append(v.Unknowns, out.unknown)
+	c.mu.Unlock()
+	return e
+}
+
+// segment returns the first n elements of x's chain.
+func (c *Calculator) segment(x, n int32) []int32 {
+	if n == 0 {
+		return nil
 	}
-	return v
+	return c.devs[x].chain[:n]
 }
