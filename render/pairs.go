@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/p2pkit/p2pkit/p2pdma"
@@ -128,11 +129,20 @@ func PairsText(w io.Writer, pairs func(yield func(Pair) bool), s Style) error {
 		case len(p.ACSRedirect) > 0:
 			why = fmt.Sprint(p.ACSRedirect)
 		case p.MapType != p2pdma.BusAddr:
-			why = p.Reason
+			why = firstClause(p.Reason)
 		}
 		fmt.Fprintf(bw, "%-13s %-13s %s %4d %-4s  %s\n", p.Provider, p.Client, mapTypeCell(p.MapType, s), p.Distance, p.PathType, why)
 	}
 	return bw.Flush()
+}
+
+// firstClause shortens a verdict's reason for a table cell: the text before the
+// first colon or semicolon ("p2pcheck pair" prints it whole).
+func firstClause(reason string) string {
+	if i := strings.IndexAny(reason, ":;"); i > 0 {
+		return reason[:i]
+	}
+	return reason
 }
 
 // mapTypeCell pads before coloring so columns stay aligned.
