@@ -1,0 +1,5 @@
+//go:build race
+
+package wccopy
+
+const raceEnabled = true
