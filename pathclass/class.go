@@ -74,10 +74,7 @@ func (r Result) String() string {
 
 // MarshalText implements encoding.TextMarshaler with the String form.
 func (r Result) MarshalText() ([]byte, error) {
-	if r.Class == Unknown || int(r.Class) >= len(classNames) {
-		if r.Class == Unknown {
-			return []byte("unknown"), nil
-		}
+	if int(r.Class) >= len(classNames) {
 		return nil, fmt.Errorf("pathclass: invalid class %d", r.Class)
 	}
 	return []byte(r.String()), nil

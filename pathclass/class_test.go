@@ -1,6 +1,7 @@
 package pathclass
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -120,5 +121,25 @@ func TestNCCLDefaults(t *testing.T) {
 	}
 	if diff := cmp.Diff([]Class{X, NV, PIX, PXB}, p2p("AuthenticAMD", 8)); diff != "" {
 		t.Errorf("P2P on AMD with 8 GPUs (-want +got):\n%s", diff)
+	}
+}
+
+func TestResultJSON(t *testing.T) {
+	got, err := json.Marshal([]Result{{Class: PIX}, {Class: NV, NVLinks: 18}, {Class: X}, {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `["PIX","NV18","X","unknown"]`; string(got) != want {
+		t.Errorf("JSON = %s; want %s", got, want)
+	}
+	var back []Result
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]Result{{Class: PIX}, {Class: NV, NVLinks: 18}, {Class: X}, {}}, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if _, err := (Result{Class: 99}).MarshalText(); err == nil {
+		t.Error("MarshalText of an invalid class succeeded")
 	}
 }
