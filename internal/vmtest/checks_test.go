@@ -150,9 +150,13 @@ func checkPairs(t *testing.T, o Oracle, v View, out []byte) {
 	}
 	got := map[[2]pcie.Address]Verdict{}
 	for _, p := range doc.Pairs {
-		got[[2]pcie.Address{p.Provider, p.Client}] = p
+		key := [2]pcie.Address{p.Provider, p.Client}
+		if _, dup := got[key]; dup {
+			t.Errorf("p2pcheck prints the pair %s %s twice", p.Provider, p.Client)
+		}
+		got[key] = p
 	}
-	compared := 0
+	equal := 0
 	for _, want := range o.Verdicts {
 		key := [2]pcie.Address{want.Provider, want.Client}
 		g, ok := got[key]
@@ -164,8 +168,9 @@ func checkPairs(t *testing.T, o Oracle, v View, out []byte) {
 			t.Errorf("p2pcheck has no pair %s %s; kernel: %s", want.Provider, want.Client, want)
 		case g != want:
 			t.Errorf("p2pcheck %s, kernel %s", g, want)
+		default:
+			equal++
 		}
-		compared++
 	}
 	pfOf := func(a pcie.Address) string {
 		for _, f := range v.Funcs {
@@ -183,7 +188,10 @@ func checkPairs(t *testing.T, o Oracle, v View, out []byte) {
 		}
 		t.Errorf("p2pcheck pair %s that the kernel did not judge", g)
 	}
-	t.Logf("%d ordered pairs equal the kernel's; %d SR-IOV family pairs not judged by the oracle", compared, unjudged)
+	if equal == 0 {
+		t.Error("no pair of p2pcheck's equals the kernel's")
+	}
+	t.Logf("%d ordered pairs equal the kernel's; %d SR-IOV family pairs not judged by the oracle", equal, unjudged)
 }
 
 func tail(b []byte, n int) []byte {
