@@ -30,8 +30,8 @@ type Verdict struct {
 	// ACSRedirect lists the functions with ACS redirect (RR, CR or EC) set in ACS
 	// Control on the path between the two, in the kernel's order: the provider and its
 	// bridges up to and including the common one, then the client and its bridges
-	// below the common one. It is empty when there is no common bridge, since the kernel
-	// ignores ACS then.
+	// below the common one. It is empty (never nil, so JSON shows []) when there is no
+	// common bridge, since the kernel ignores ACS then.
 	ACSRedirect []pcie.Address `json:"acs_redirect"`
 	// Reason explains the verdict in the kernel's terms.
 	Reason string `json:"reason"`
@@ -58,6 +58,9 @@ type Fix struct {
 	// keeps it until it is registered again.
 	Setpci []string `json:"setpci"`
 }
+
+// noRedirect is the ACSRedirect of verdicts without redirection: empty, not nil.
+var noRedirect = []pcie.Address{}
 
 // devInfo is what the Calculator precomputes for one function.
 type devInfo struct {
@@ -338,7 +341,7 @@ func (c *Calculator) Calc(provider, client *pcie.Device) Verdict {
 	pi, okP := c.index[provider]
 	ci, okC := c.index[client]
 	if !okP || !okC {
-		v := Verdict{MapType: Unknown, Reason: "the provider or the client is not in the topology"}
+		v := Verdict{MapType: Unknown, ACSRedirect: noRedirect, Reason: "the provider or the client is not in the topology"}
 		if provider != nil {
 			v.Provider = provider.Address
 		}
@@ -386,7 +389,7 @@ func (c *Calculator) All(devices []*pcie.Device) iter.Seq[Verdict] {
 // through the newest PCI tree examined).
 func (c *Calculator) calc(pi, ci int32) Verdict {
 	p, q := &c.devs[pi], &c.devs[ci]
-	v := Verdict{Provider: p.addr, Client: q.addr}
+	v := Verdict{Provider: p.addr, Client: q.addr, ACSRedirect: noRedirect}
 	if k := c.plat.Kernel; !k.IsZero() && k.Compare(kernelFirstP2PDMA) < 0 {
 		v.MapType = NotSupported
 		v.Distance = -1

@@ -2,9 +2,11 @@ package p2pdma
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/p2pkit/p2pkit/pcie"
 )
 
 func TestMapTypeText(t *testing.T) {
@@ -121,6 +123,36 @@ func TestWhitelistFor(t *testing.T) {
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, ids(tt.v)); diff != "" {
 			t.Errorf("WhitelistFor(%v) mismatch (-want +got):\n%s", tt.v, diff)
+		}
+	}
+}
+
+// TestVerdictJSON checks the field names and forms of the pairs JSON contract
+// (DESIGN.md), which the renderer extends with path_type.
+func TestVerdictJSON(t *testing.T) {
+	s := plainSwitch.build(t)
+	c := NewCalculator(s.t, intel)
+	got, err := json.Marshal(c.Calc(s.ep0, s.ep1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"provider":"0000:03:00.0","client":"0000:04:00.0","map_type":"bus-addr","distance":4,` +
+		`"acs_redirect":[],"reason":"client and provider share upstream bridge 0000:01:00.0 and no function ` +
+		`on the path between them has ACS redirect set, so DMA uses PCI bus addresses"}`
+	if string(got) != want {
+		t.Errorf("JSON:\n got %s\nwant %s", got, want)
+	}
+	r := plainSwitch
+	r.dsp0ACS = int(pcie.ACSRequestRedirect)
+	r = r.build(t)
+	got, err = json.Marshal(NewCalculator(r.t, intel).Calc(r.ep0, r.ep1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{`"map_type":"not-supported"`, `"acs_redirect":["0000:02:00.0"]`,
+		`"fix":{"kernel_param":"pci=disable_acs_redir=0000:02:00.0","setpci":["setpci -s 0000:02:00.0 ECAP_ACS+6.w=0000:002c"]}`} {
+		if !strings.Contains(string(got), frag) {
+			t.Errorf("JSON %s lacks %s", got, frag)
 		}
 	}
 }
