@@ -2,13 +2,13 @@
 // to and from GPU memory that gdrdrv maps write-combined (WC) into the
 // process through BAR1.
 //
-// Write-combined memory is uncached: every access is a bus transaction, the
-// device sees the access width the CPU used, and stores may linger in the
-// core's write-combining buffers until a fence drains them. Go's copy is
-// therefore unsuitable: it picks instructions for cached memory and issues
-// no fence. The kernels here follow the alignment ladder of libgdrapi 2.6
-// (src/memcpy_*.c, chosen by gdr_copy_to_mapping and gdr_copy_from_mapping
-// in gdrapi.c):
+// Write-combined memory is uncached. Loads go to the device at the width
+// the CPU issues them; stores collect in the core's write-combining buffers
+// and reach the device in no guaranteed order until a fence drains them.
+// Go's copy is therefore unsuitable: it picks access widths for cached
+// memory and issues no fence. The kernels here follow the alignment ladder
+// of libgdrapi 2.6 (src/memcpy_*.c, driven by gdr_copy_to_mapping and
+// gdr_copy_from_mapping in gdrapi.c):
 //
 //  1. The alignment of the device-side pointer alone chooses the access
 //     width; the host side uses unaligned accesses where it must.
@@ -21,12 +21,18 @@
 //     operation the variant has (64, 32 or 16 bytes), with streaming stores
 //     (MOVNTDQ, VMOVNTDQ, MOVDIR64B) or streaming loads (MOVNTDQA,
 //     VMOVNTDQA).
-//  4. A fence ends every copy, so the stores have left the write-combining
-//     buffers (or the loads have completed) when the call returns.
+//  4. A fence ends every copy. Stores end with SFENCE, as in libgdrapi
+//     (wc_store_fence). Loads end with MFENCE, which the Intel SDM entry for
+//     MOVNTDQA names for ordering streaming loads from WC memory; libgdrapi
+//     issues SFENCE there, and MFENCE only when mappings of several types
+//     are live.
 //
 // The variant is chosen once, at package initialisation, from the features
 // golang.org/x/sys/cpu reports, so GODEBUG=cpu.avx2=off and the like select
 // narrower kernels. Variants lists every kernel for tests and benchmarks.
+// Builds for other architectures, and builds with the purego tag, use the
+// pure-Go "generic" variant, which keeps the access-width rules and fences
+// with an atomic read-modify-write but has no streaming instructions.
 //
 // The kernels work on any memory. On ordinary write-back memory streaming
 // stores bypass the cache, so they lose to copy while the data would fit in
@@ -35,8 +41,8 @@ package wccopy
 
 // A Variant is one implementation of the copy kernels.
 type Variant struct {
-	// Name identifies the variant: "movdir64b", "avx512", "avx2", "sse41",
-	// "sse2" or "generic".
+	// Name identifies the variant: "movdir64b", "avx2", "sse41", "sse2" or
+	// "generic".
 	Name string
 	// Available reports whether this CPU (as filtered by GODEBUG) and this
 	// build can run the variant.
@@ -70,10 +76,12 @@ func Selected() (toDevice, fromDevice string) {
 // The alignment of dst chooses every access width (gdr_copy_to_mapping in
 // gdrapi.c): copies shorter than 16 bytes, and the head and tail of longer
 // ones, use naturally aligned 1, 2, 4 and 8-byte stores; the rest uses
-// streaming stores of 16 bytes or more. ToDevice ends with a store fence
-// (SFENCE on amd64), so the data has left the CPU's write-combining buffers
-// when it returns. That does not order the data with GPU work already
-// running; see the GPUDirect RDMA documentation on synchronization.
+// streaming stores of 16 bytes or more (8-byte stores in the generic
+// variant). ToDevice ends with a store fence (SFENCE on amd64): every store
+// it made has left the write-combining buffers and is globally visible
+// before any store that follows the call. That does not order the data with
+// GPU work already running; see the GPUDirect RDMA documentation on
+// synchronization.
 func ToDevice(dst, src []byte) int {
 	return toDevice(dst, src)
 }
@@ -85,9 +93,10 @@ func ToDevice(dst, src []byte) int {
 // The alignment of src chooses every access width (gdr_copy_from_mapping in
 // gdrapi.c): copies shorter than 16 bytes, and the head and tail of longer
 // ones, use naturally aligned 1, 2, 4 and 8-byte loads; the rest uses
-// streaming loads of 16 or 32 bytes. FromDevice ends with a full fence
-// (MFENCE on amd64), which the Intel SDM prescribes for streaming loads from
-// WC memory, so no later access passes them.
+// streaming loads of 16 or 32 bytes (8-byte loads in the generic variant).
+// FromDevice ends with a full fence (MFENCE on amd64), which the Intel SDM
+// prescribes for streaming loads from WC memory, so no later access passes
+// them.
 func FromDevice(dst, src []byte) int {
 	return fromDevice(dst, src)
 }

@@ -9,7 +9,7 @@
 //	SI	source
 //	CX	bytes left
 //	AX	scratch for the 1- to 8-byte accesses
-//	X0-X7, Y0-Y7, Z0-Z3	vector scratch
+//	X0-X7, Y0-Y3	vector scratch
 // The device pointer, whose alignment drives the ladder, is DI in the store
 // kernels and SI in the load kernels; the macros call it DEV.
 

@@ -8,8 +8,11 @@ package wccopy
 // be tested on the hosts this package is developed on.
 var variants = []Variant{genericVariant}
 
+// toDevice is ToDevice's implementation: the generic kernel.
 func toDevice(dst, src []byte) int { return toDeviceGeneric(dst, src) }
 
+// fromDevice is FromDevice's implementation: the generic kernel.
 func fromDevice(dst, src []byte) int { return fromDeviceGeneric(dst, src) }
 
+// selected names the kernels toDevice and fromDevice call.
 func selected() (to, from string) { return "generic", "generic" }
