@@ -38,7 +38,7 @@ type SnapshotSummary struct {
 // file that maps or touches device memory or has effects on read: the BAR files
 // resource<N> and resource<N>_wc, rom, vpd and p2pmem/allocate (stored empty, for its
 // presence) are left out or not read, and so are write-only files (remove, rescan,
-// reset) and driver_override. The sriov_* attributes are read: their show routines
+// reset), driver_override and serial_number. The sriov_* attributes are read: their show routines
 // only report cached values (drivers/pci/iov.c).
 //
 // It also stores /proc/cpuinfo, cmdline, version, modules and devices,
@@ -184,10 +184,12 @@ func (c *capture) deviceDir(dir string) {
 
 // neverRead reports the attribute files a capture must not read: BARs mapped through
 // sysfs (pci-sysfs.c pci_create_attr: resource<N>, resource<N>_wc), the expansion ROM,
-// VPD (slow, and hangs some devices) and driver_override.
+// VPD (slow, and hangs some devices), driver_override, the write-only remove, rescan
+// and reset, and serial_number (the Device Serial Number, which identifies the part
+// in a capture meant to be shared).
 func neverRead(name string) bool {
 	switch name {
-	case "rom", "vpd", "driver_override", "remove", "rescan", "reset":
+	case "rom", "vpd", "driver_override", "remove", "rescan", "reset", "serial_number":
 		return true
 	}
 	if n, ok := strings.CutPrefix(name, "resource"); ok && n != "" {
