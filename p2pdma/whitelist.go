@@ -51,7 +51,9 @@ func (e WhitelistEntry) presence(v KernelVersion) tri {
 	return maybe
 }
 
-// whitelist is every entry known, in the kernel's table order. The first block is the
+// whitelist is every entry known. No two entries match one device, so their order,
+// which the kernel's first-match lookup would depend on, does not matter. The first
+// block is the
 // table of Linux 6.1 (identical in 6.2 through 7.0); every entry is tagged with the
 // release that added it.
 var whitelist = func() []WhitelistEntry {
@@ -100,8 +102,8 @@ var whitelist = func() []WhitelistEntry {
 	return tab
 }()
 
-// WhitelistFor returns the host-bridge whitelist of kernel version v, in the kernel's
-// table order: the entries that release certainly has. The zero version gives the 6.1
+// WhitelistFor returns the host-bridge whitelist of kernel version v: the entries that
+// release certainly has. The zero version gives the 6.1
 // table. Entries whose release is not pinned for v (see WhitelistEntry.After) are left
 // out; the Calculator reports verdicts that hinge on them as Unknown.
 func WhitelistFor(v KernelVersion) []WhitelistEntry {
