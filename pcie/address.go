@@ -71,7 +71,23 @@ func ParseAddress(s string) (Address, error) {
 
 // String returns the canonical form, %04x:%02x:%02x.%x, as sysfs names the function.
 func (a Address) String() string {
-	return fmt.Sprintf("%04x:%02x:%02x.%x", a.Domain, a.Bus, a.Device, a.Function)
+	var buf [16]byte
+	return string(a.AppendText(buf[:0]))
+}
+
+// AppendText appends the canonical form to b (encoding.TextAppender). It is
+// String without the allocation, for writers of many addresses.
+func (a Address) AppendText(b []byte) []byte {
+	const hex = "0123456789abcdef"
+	// The domain takes at least four digits, more for VMD's 32-bit domains.
+	digits := 4
+	for d := a.Domain >> 16; d != 0; d >>= 4 {
+		digits++
+	}
+	for i := digits - 1; i >= 0; i-- {
+		b = append(b, hex[a.Domain>>(4*uint(i))&0xf])
+	}
+	return append(b, ':', hex[a.Bus>>4], hex[a.Bus&0xf], ':', hex[a.Device>>4], hex[a.Device&0xf], '.', hex[a.Function&0xf])
 }
 
 // DevFn returns the kernel's devfn byte: device<<3 | function.
@@ -100,7 +116,7 @@ func cmpInt[T uint8 | uint32](x, y T) int {
 }
 
 // MarshalText implements encoding.TextMarshaler with the canonical form.
-func (a Address) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+func (a Address) MarshalText() ([]byte, error) { return a.AppendText(nil), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (a *Address) UnmarshalText(b []byte) error {

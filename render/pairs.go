@@ -43,9 +43,9 @@ func PairsJSON(w io.Writer, pairs func(yield func(Pair) bool)) error {
 
 func appendPair(b []byte, p Pair) []byte {
 	b = append(b, "\n  {\"provider\":\""...)
-	b = append(b, p.Provider.String()...)
+	b = p.Provider.AppendText(b)
 	b = append(b, `","client":"`...)
-	b = append(b, p.Client.String()...)
+	b = p.Client.AppendText(b)
 	b = append(b, `","map_type":"`...)
 	b = append(b, p.MapType.String()...)
 	b = append(b, `","distance":`...)
@@ -58,7 +58,7 @@ func appendPair(b []byte, p Pair) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
-		b = append(b, a.String()...)
+		b = a.AppendText(b)
 		b = append(b, '"')
 	}
 	b = append(b, `],"reason":`...)
@@ -89,32 +89,38 @@ func appendPair(b []byte, p Pair) []byte {
 }
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD as encoding/json does.
+// characters escaped, invalid UTF-8 replaced by U+FFFD as encoding/json does. Runs
+// of bytes that need no escaping are copied whole.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+size]...)
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
 		}
-		i += size
+		b = append(b, s[start:i]...)
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default: // invalid UTF-8
+			b = append(b, `\ufffd`...)
+		}
+		i++
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
