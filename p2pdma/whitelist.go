@@ -53,9 +53,8 @@ func (e WhitelistEntry) presence(v KernelVersion) tri {
 
 // whitelist is every entry known. No two entries match one device, so their order,
 // which the kernel's first-match lookup would depend on, does not matter. The first
-// block is the
-// table of Linux 6.1 (identical in 6.2 through 7.0); every entry is tagged with the
-// release that added it.
+// block is the table of Linux 6.1 (identical in 6.2 through 7.0); every entry is
+// tagged with the release that added it.
 var whitelist = func() []WhitelistEntry {
 	entry := func(dev uint16, same bool, since, after KernelVersion, comment string) WhitelistEntry {
 		return WhitelistEntry{Vendor: 0x8086, Device: dev, SameHostBridge: same,
