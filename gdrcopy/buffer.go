@@ -230,7 +230,7 @@ func (b *Buffer) MapAs(t MappingType) (*Mapping, error) {
 	if err != nil {
 		return nil, errors.Join(err, d.dev.Sys.Munmap(mem))
 	}
-	m := &Mapping{b: b, typ: info.Mapping, mem: mem[:b.size:b.size], raw: mem}
+	m := &Mapping{b: b, typ: info.Mapping, guarded: !d.persistent, mem: mem[:b.size:b.size], raw: mem}
 	m.cleanup = runtime.AddCleanup(m, func(mem []byte) { _ = d.dev.Sys.Munmap(mem) }, mem)
 	b.m = m
 	return m, nil

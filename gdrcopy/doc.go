@@ -35,13 +35,18 @@
 // CUDA allocation is freed while pinned, the NVIDIA driver calls gdrdrv's
 // free callback, which sets the buffer's callback flag and tears down the
 // mapping; any later access to it raises SIGBUS. Copies through a [Mapping]
-// catch that fault and return [ErrInvalidated], and every later copy fails
-// fast on a flag, at the cost of one atomic load per copy. Checking the
-// driver's flag before every copy instead would cost an ioctl, more than a
-// small copy itself; libgdrapi does not check it on copies either and leaves
-// gdr_get_callback_flag to the caller, which is [Buffer.Invalidated] here. In
-// persistent mode (the default since 2.5) freeing does not invalidate: the
-// mapping keeps reading the old data until unpinned.
+// then catch that fault (with runtime/debug.SetPanicOnFault) and return
+// [ErrInvalidated], and every later copy fails fast on a flag. Checking the
+// driver's flag with an ioctl before every copy would cost more than a small
+// copy itself; libgdrapi does not check it on copies either and leaves
+// gdr_get_callback_flag to the caller, which is [Buffer.Invalidated] here.
+//
+// In persistent mode (the default since 2.5, see [Attributes]) freeing does
+// not invalidate: the mapping keeps reading the old data until unpinned.
+// gdrdrv then never tears down a live mapping, so copies skip the fault
+// guard. Drivers older than 2.5 cannot say which mode they run in and get
+// the guard. What a copy costs on top of its kernel is one shared lock and
+// one atomic load, plus the guard where it applies.
 //
 // # Concurrency
 //

@@ -19,6 +19,10 @@ type Driver struct {
 	dev     gdrdrv.Dev
 	path    string
 	version Version
+	// persistent records that the driver pins with the NVIDIA persistent
+	// API and so never tears down a live mapping; copies then skip the
+	// fault guard. Known only from gdrdrv 2.5 on (GET_ATTR).
+	persistent bool
 
 	// mu guards the descriptor: operations that use it hold mu shared,
 	// Close holds it exclusively. Lock order: Driver.mu, Buffer.mu,
@@ -74,6 +78,14 @@ func open(sys gdrdrv.Syscalls, path string) (*Driver, error) {
 		path:    path,
 		version: v,
 		buffers: make(map[*Buffer]struct{}),
+	}
+	if v >= versionGetAttr {
+		p := gdrdrv.GetAttrParams{Attr: gdrdrv.AttrUsePersistentMapping}
+		if err := dev.GetAttr(&p); err != nil {
+			_ = sys.Close(fd)
+			return nil, driverError(path+": get attribute", err)
+		}
+		d.persistent = p.Val != 0
 	}
 	// A safety net for a Driver dropped without Close; it cannot run while
 	// any Buffer or Mapping is reachable, since they reference the Driver.

@@ -27,8 +27,8 @@ func TestVersionCommandSets(t *testing.T) {
 	}{
 		{v2_0, []uint32{gdrdrv.IocGetVersion, gdrdrv.IocPinBuffer, gdrdrv.IocGetInfo, gdrdrv.IocGetInfo, gdrdrv.IocGetCBFlag, gdrdrv.IocUnpinBuffer}},
 		{v2_4, []uint32{gdrdrv.IocGetVersion, gdrdrv.IocPinBuffer, gdrdrv.IocGetInfoV2, gdrdrv.IocGetInfoV2, gdrdrv.IocGetCBFlag, gdrdrv.IocUnpinBuffer}},
-		{v2_5, []uint32{gdrdrv.IocGetVersion, gdrdrv.IocPinBufferV2, gdrdrv.IocReqMappingType, gdrdrv.IocGetInfoV2, gdrdrv.IocGetInfoV2, gdrdrv.IocGetCBFlag, gdrdrv.IocUnpinBuffer}},
-		{v2_6, []uint32{gdrdrv.IocGetVersion, gdrdrv.IocPinBufferV2, gdrdrv.IocReqMappingType, gdrdrv.IocGetInfoV2, gdrdrv.IocGetInfoV2, gdrdrv.IocGetCBFlag, gdrdrv.IocUnpinBuffer}},
+		{v2_5, []uint32{gdrdrv.IocGetVersion, gdrdrv.IocGetAttr, gdrdrv.IocPinBufferV2, gdrdrv.IocReqMappingType, gdrdrv.IocGetInfoV2, gdrdrv.IocGetInfoV2, gdrdrv.IocGetCBFlag, gdrdrv.IocUnpinBuffer}},
+		{v2_6, []uint32{gdrdrv.IocGetVersion, gdrdrv.IocGetAttr, gdrdrv.IocPinBufferV2, gdrdrv.IocReqMappingType, gdrdrv.IocGetInfoV2, gdrdrv.IocGetInfoV2, gdrdrv.IocGetCBFlag, gdrdrv.IocUnpinBuffer}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version.String(), func(t *testing.T) {
@@ -401,4 +401,28 @@ func TestMapAs(t *testing.T) {
 			t.Errorf("MapAs(7): err = %v, want an unknown-type error", err)
 		}
 	})
+}
+
+// Copies catch faults only where the driver may tear a live mapping down:
+// in non-persistent mode, or when a driver older than 2.5 cannot say.
+func TestFaultGuard(t *testing.T) {
+	tests := []struct {
+		cfg  fakegdrdrv.Config
+		want bool
+	}{
+		{fakegdrdrv.Config{}, true},
+		{fakegdrdrv.Config{Persistent: true}, false},
+		{fakegdrdrv.Config{Version: uint32(v2_5), Persistent: true}, false},
+		{fakegdrdrv.Config{Version: uint32(v2_4), Persistent: true}, true},
+		{fakegdrdrv.Config{Version: uint32(v2_0)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%+v", tt.cfg), func(t *testing.T) {
+			d, mod := openFake(t, tt.cfg)
+			_, m := pinMap(t, d, allocAligned(t, mod, 64<<10), 64<<10)
+			if m.guarded != tt.want {
+				t.Errorf("guarded = %t, want %t", m.guarded, tt.want)
+			}
+		})
+	}
 }

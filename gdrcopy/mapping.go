@@ -32,6 +32,7 @@ import (
 type Mapping struct {
 	b       *Buffer
 	typ     MappingType
+	guarded bool        // copies catch faults: the driver may zap the mapping
 	invalid atomic.Bool // set once the memory is known to be freed
 	cleanup runtime.Cleanup
 
@@ -55,7 +56,7 @@ func (m *Mapping) Type() MappingType { return m.typ }
 // the whole range lies within the mapping. Once the mapping is closed it
 // fails with an error matching [io/fs.ErrClosed]; once the GPU memory is
 // known to be freed, with [ErrInvalidated].
-func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
+func (m *Mapping) CopyToDevice(off int, src []byte) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if err := m.check("copy to device", off, len(src)); err != nil {
@@ -65,13 +66,10 @@ func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
 		return nil
 	}
 	dst := m.mem[off : off+len(src)]
-	defer m.recoverFault(&err, "copy to device")
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	if m.typ == MappingCaching {
-		copy(dst, src)
-	} else {
-		wccopy.ToDevice(dst, src)
+	if m.guarded {
+		return m.guardedCopy("copy to device", dst, src, true)
 	}
+	m.kernel(dst, src, true)
 	return nil
 }
 
@@ -85,7 +83,7 @@ func (m *Mapping) CopyFromDevice(dst []byte, off int) error {
 }
 
 // copyFrom is CopyFromDevice. The caller holds m.mu.
-func (m *Mapping) copyFrom(dst []byte, off int) (err error) {
+func (m *Mapping) copyFrom(dst []byte, off int) error {
 	if err := m.check("copy from device", off, len(dst)); err != nil {
 		return err
 	}
@@ -93,13 +91,48 @@ func (m *Mapping) copyFrom(dst []byte, off int) (err error) {
 		return nil
 	}
 	src := m.mem[off : off+len(dst)]
-	defer m.recoverFault(&err, "copy from device")
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	if m.typ == MappingCaching {
+	if m.guarded {
+		return m.guardedCopy("copy from device", dst, src, false)
+	}
+	m.kernel(dst, src, false)
+	return nil
+}
+
+// kernel copies src to dst with the kernel for the mapping type and
+// direction: libgdrapi's ladder of streaming stores or loads for
+// write-combining and device mappings, memcpy for caching ones.
+func (m *Mapping) kernel(dst, src []byte, toDevice bool) {
+	switch {
+	case m.typ == MappingCaching:
 		copy(dst, src)
-	} else {
+	case toDevice:
+		wccopy.ToDevice(dst, src)
+	default:
 		wccopy.FromDevice(dst, src)
 	}
+}
+
+// guardedCopy runs kernel and turns a memory fault inside the mapping into
+// ErrInvalidated. gdrdrv zaps a live mapping only from the NVIDIA free
+// callback (gdrdrv.c gdrdrv_get_pages_free_callback), and only in
+// non-persistent mode, while the buffer is pinned and mapped, which the
+// Mapping's lock guarantees here; so a fault means the memory was freed.
+// Any other panic goes on.
+func (m *Mapping) guardedCopy(op string, dst, src []byte, toDevice bool) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		fault, ok := r.(interface{ Addr() uintptr })
+		if !ok || !m.contains(fault.Addr()) {
+			panic(r)
+		}
+		m.invalid.Store(true)
+		err = fmt.Errorf("%w: %s %#x+%d: the mapping faulted at %#x", ErrInvalidated, op, m.b.addr, m.b.size, fault.Addr())
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	m.kernel(dst, src, toDevice)
 	return nil
 }
 
@@ -207,24 +240,6 @@ func (m *Mapping) check(op string, off, n int) error {
 		return fmt.Errorf("gdrcopy: %s: [%d, +%d) is outside the mapping of %d bytes", op, off, n, len(m.mem))
 	}
 	return nil
-}
-
-// recoverFault turns a memory fault inside the mapping into
-// ErrInvalidated. gdrdrv zaps a live mapping only from the NVIDIA free
-// callback (gdrdrv.c gdrdrv_get_pages_free_callback) while the buffer is
-// pinned and mapped, which the Mapping's lock guarantees here, so a fault
-// means the memory was freed. Any other panic goes on.
-func (m *Mapping) recoverFault(err *error, op string) {
-	r := recover()
-	if r == nil {
-		return
-	}
-	fault, ok := r.(interface{ Addr() uintptr })
-	if !ok || !m.contains(fault.Addr()) {
-		panic(r)
-	}
-	m.invalid.Store(true)
-	*err = fmt.Errorf("%w: %s %#x+%d: the mapping faulted at %#x", ErrInvalidated, op, m.b.addr, m.b.size, fault.Addr())
 }
 
 // contains reports whether addr lies in the mapped memory.

@@ -286,14 +286,24 @@ func pinMapped(t *testing.T, d *Driver, mod *fakegdrdrv.Module, size uint64) *Ma
 }
 
 // The cost of a copy through a Mapping over the kernel itself: the shared
-// lock, the invalidation flag and the fault guard. The fake's mapping is
+// lock, the invalidation flag and, in non-persistent mode, the fault guard. The fake's mapping is
 // ordinary memory, so the numbers say nothing about PCIe.
 func BenchmarkCopy(b *testing.B) {
 	const size = 64 << 10
 	d, mod := openFake(b, fakegdrdrv.Config{})
 	_, m := pinMap(b, d, allocAligned(b, mod, size), size)
+	dp, modp := openFake(b, fakegdrdrv.Config{Persistent: true})
+	_, mp := pinMap(b, dp, allocAligned(b, modp, size), size)
 	for _, n := range []int{8, 4096, size} {
 		buf := make([]byte, n)
+		b.Run(fmt.Sprintf("to/persistent/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				if err := mp.CopyToDevice(0, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("to/%d", n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
