@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -24,6 +25,7 @@ type Pair struct {
 func PairsJSON(w io.Writer, pairs func(yield func(Pair) bool)) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	buf := make([]byte, 0, 512)
+	reasons := reasonCache{}
 	bw.WriteString(`{"pairs":[`)
 	first := true
 	for p := range pairs {
@@ -32,7 +34,7 @@ func PairsJSON(w io.Writer, pairs func(yield func(Pair) bool)) error {
 			buf = append(buf, ',')
 		}
 		first = false
-		buf = appendPair(buf, p)
+		buf = appendPair(buf, p, reasons)
 		if _, err := bw.Write(buf); err != nil {
 			return err
 		}
@@ -41,7 +43,26 @@ func PairsJSON(w io.Writer, pairs func(yield func(Pair) bool)) error {
 	return bw.Flush()
 }
 
-func appendPair(b []byte, p Pair) []byte {
+// reasonCache holds reasons already encoded: a node has a few kinds of verdict and
+// many pairs share each, so most reasons are escaped once instead of per pair.
+type reasonCache map[string][]byte
+
+// maxCachedReasons bounds the cache on trees where every reason differs.
+const maxCachedReasons = 4096
+
+func (c reasonCache) append(b []byte, reason string) []byte {
+	if enc, ok := c[reason]; ok {
+		return append(b, enc...)
+	}
+	start := len(b)
+	b = appendJSONString(b, reason)
+	if len(c) < maxCachedReasons {
+		c[reason] = bytes.Clone(b[start:]) // b is reused for the next pair
+	}
+	return b
+}
+
+func appendPair(b []byte, p Pair, reasons reasonCache) []byte {
 	b = append(b, "\n  {\"provider\":\""...)
 	b = p.Provider.AppendText(b)
 	b = append(b, `","client":"`...)
@@ -62,7 +83,7 @@ func appendPair(b []byte, p Pair) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, `],"reason":`...)
-	b = appendJSONString(b, p.Reason)
+	b = reasons.append(b, p.Reason)
 	if p.Fix != nil {
 		b = append(b, `,"fix":{"kernel_param":`...)
 		b = appendJSONString(b, p.Fix.KernelParam)

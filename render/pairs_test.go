@@ -66,6 +66,28 @@ func TestPairsJSONContract(t *testing.T) {
 	}
 }
 
+// TestPairsJSONReasonCache checks that a reason seen before is written again
+// intact after the line buffer has been reused for other pairs.
+func TestPairsJSONReasonCache(t *testing.T) {
+	var pairs []Pair
+	for i, r := range []string{"first reason", "second, longer reason", "first reason", "second, longer reason"} {
+		pairs = append(pairs, Pair{Verdict: p2pdma.Verdict{Provider: pcie.Address{Bus: uint8(i)}, Reason: r}})
+	}
+	var buf bytes.Buffer
+	if err := PairsJSON(&buf, seqOf(pairs...)); err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Pairs []struct{ Reason string } }
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range got.Pairs {
+		if p.Reason != pairs[i].Reason {
+			t.Errorf("pair %d reason %q, want %q", i, p.Reason, pairs[i].Reason)
+		}
+	}
+}
+
 func TestPairsJSONEmpty(t *testing.T) {
 	var buf bytes.Buffer
 	if err := PairsJSON(&buf, seqOf()); err != nil {
