@@ -33,6 +33,12 @@ type Verdict struct {
 	// below the common one. It is empty (never nil, so JSON shows []) when there is no
 	// common bridge, since the kernel ignores ACS then.
 	ACSRedirect []pcie.Address `json:"acs_redirect"`
+	// Common is the common upstream bridge the kernel found, where the path turns
+	// (the function itself for a self pair), or nil when the path crosses the root
+	// complex. The kernel checks ACS on the provider and its bridges up to and including
+	// Common, and on the client and its bridges below Common. Not part of the pairs
+	// JSON.
+	Common *pcie.Address `json:"-"`
 	// Reason explains the verdict in the kernel's terms.
 	Reason string `json:"reason"`
 	// Fix is set when ACS redirect is what keeps the pair from bus-addr.
@@ -430,6 +436,7 @@ func (c *Calculator) calc(pi, ci int32) Verdict {
 // redirect, in that order.
 func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Verdict {
 	v.Distance = da + db
+	v.Common = &c.devs[top].addr
 	provSide, clientSide := p.chain[:da+1], q.chain[:db]
 	var redir, unread int
 	firstUnread := int32(-1)

@@ -613,3 +613,27 @@ func TestCalcLoop(t *testing.T) {
 		t.Errorf("verdict over a looped tree = %v; want unknown", v.MapType)
 	}
 }
+
+func TestCommon(t *testing.T) {
+	s := plainSwitch.build(t)
+	r := buildTwoRootPorts(t, idIceLake, idIceLake, noACS)
+	v := s.vf(t, s.ep0, "03:00.1")
+	str := func(a *pcie.Address) string {
+		if a == nil {
+			return "none"
+		}
+		return a.String()
+	}
+	cs, cr := NewCalculator(s.t, intel), NewCalculator(r.t, intel)
+	got := []string{
+		str(cs.Calc(s.ep0, s.ep1).Common),
+		str(cs.Calc(s.ep0, s.ep0).Common),
+		str(cs.Calc(v, s.ep0).Common),
+		str(cs.Calc(s.ep0, s.usp).Common),
+		str(cr.Calc(r.ep0, r.ep1).Common),
+	}
+	want := []string{"0000:01:00.0", "0000:03:00.0", "0000:02:00.0", "0000:01:00.0", "none"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("common bridges (-want +got):\n%s", diff)
+	}
+}
