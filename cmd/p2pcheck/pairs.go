@@ -51,16 +51,27 @@ distinct type-0 functions, as the kernel would compute them.`,
 }
 
 // pairSeq yields every ordered pair of distinct functions of devs with its verdict
-// and path class.
+// and path class. Calculator.All yields provider-major in the order of devs, so the
+// two devices of each verdict are found by counting, not by address lookups.
 func pairSeq(n *node.Node, devs []*pcie.Device) func(func(render.Pair) bool) {
 	calc := p2pdma.NewCalculator(n.Topology, n.P2P)
 	return func(yield func(render.Pair) bool) {
+		i, j := 0, 0
 		for v := range calc.All(devs) {
-			a, b := n.Topology.Device(v.Provider), n.Topology.Device(v.Client)
-			p := render.Pair{Verdict: v, PathType: pathclass.NVSMI(a, b, 0).String()}
+			if j == i {
+				j++
+			}
+			if j == len(devs) {
+				i, j = i+1, 0
+				if j == i {
+					j++
+				}
+			}
+			p := render.Pair{Verdict: v, PathType: pathclass.NVSMI(devs[i], devs[j], 0).String()}
 			if !yield(p) {
 				return
 			}
+			j++
 		}
 	}
 }
