@@ -117,12 +117,4 @@ func (t dirTree) readLink(name string) (string, error) {
 	return target, err
 }
 
-func (t dirTree) sub(name string) (tree, error) {
-	r, err := t.r.OpenRoot(name)
-	if err != nil {
-		return nil, err
-	}
-	return dirTree{r: r}, nil
-}
-
 func (t dirTree) close() error { return t.r.Close() }
