@@ -209,8 +209,16 @@ func newCalculator(t *pcie.Topology, plat Platform, extra ...*pcie.Device) *Calc
 // when the function has an ACS capability and any of RR, CR, EC is set in its ACS
 // Control register. The capability register, the egress vector and device-specific
 // ACS quirks play no part.
+//
+// A config file of exactly 256 bytes, read with the privilege to read it all, means
+// the kernel's cfg_size is 256 (no extended configuration space, e.g. a guest without
+// MMCONFIG): pci_find_ext_capability() in drivers/pci/pci.c then finds nothing, so the
+// kernel sees no ACS capability either.
 func acsRedirState(d *pcie.Device, bdf string) (tri, string) {
 	acs, known := d.ACS()
+	if !known && d.Config != nil && d.Config.CapsKnown && d.Config.Size == 256 {
+		return no, ""
+	}
 	switch {
 	case !known:
 		return maybe, fmt.Sprintf("ACS Control of %s was not read (config space past 64 bytes needs CAP_SYS_ADMIN)", bdf)

@@ -431,6 +431,18 @@ func TestCalc(t *testing.T) {
 				KernelParam: "pci=disable_acs_redir=0000:02:00.0", Unknowns: 1},
 		},
 		{
+			name: "256 bytes of config space: the kernel has no extended space either",
+			plat: intel,
+			setup: func(tb testing.TB) pair {
+				s := sw(tb, nil)
+				for _, d := range []*pcie.Device{s.dsp0, s.dsp1, s.usp, s.ep0, s.ep1} {
+					d.Config.Size, d.Config.ExtCapsKnown = 256, false
+				}
+				return pair{s.t, s.ep0, s.ep1, "share upstream bridge"}
+			},
+			want: outcome{MapType: BusAddr, Distance: 4},
+		},
+		{
 			name: "unknown ACS above the common bridge does not matter",
 			plat: intel,
 			setup: func(tb testing.TB) pair {
