@@ -19,6 +19,10 @@ type Kernel struct {
 	// Oracle marks the P2PDMA test kernel: it gets the p2poracle parameter and its
 	// verdicts are compared with p2pcheck's.
 	Oracle bool
+	// PFStub is the kernel's pci-pf-stub.ko, loaded in guests that enable VFs when
+	// the kernel has no built-in driver for the PF (Debian builds nvme as a module).
+	// Empty when the PF's driver is built in (the test kernel).
+	PFStub string
 }
 
 // Kernel names.
@@ -37,6 +41,12 @@ func OracleKernelPath(moduleRoot string) string {
 // inside cacheDir (the link debian-kernel/vmlinuz points at the versioned file).
 func DebianKernelPath(cacheDir string) string {
 	return filepath.Join(cacheDir, "debian-kernel", "vmlinuz")
+}
+
+// DebianPFStubPath is the pci-pf-stub module scripts/fetch-kernel.sh unpacks next to
+// the kernel.
+func DebianPFStubPath(cacheDir string) string {
+	return filepath.Join(cacheDir, "debian-kernel", "pci-pf-stub.ko")
 }
 
 // Binaries are the guest programs built from this checkout, each with the reason it
@@ -111,7 +121,11 @@ func (b Boot) Run(ctx context.Context) (Result, error) {
 		{Name: "dev", Mode: fs.ModeDir | 0o755},
 		{Name: "tmp", Mode: fs.ModeDir | 0o777},
 	}
-	for name, path := range map[string]string{"bin/p2pcheck": b.Bin.P2PCheck, "bin/p2pmem.test": b.Bin.P2PMemTest} {
+	extra := map[string]string{"bin/p2pcheck": b.Bin.P2PCheck, "bin/p2pmem.test": b.Bin.P2PMemTest}
+	if b.Topology.hasVFs() {
+		extra[pfStubGuestPath[1:]] = b.Kernel.PFStub
+	}
+	for name, path := range extra {
 		if path == "" {
 			continue
 		}
@@ -122,7 +136,7 @@ func (b Boot) Run(ctx context.Context) (Result, error) {
 		files = append(files, File{Name: name, Mode: 0o755, Data: data})
 	}
 	captures := append([]Capture{CaptureRelease, CaptureDmesg, CapturePCI}, b.Captures...)
-	files = append(files, File{Name: "init", Mode: 0o755, Data: []byte(InitScript(b.Topology.Setup(), captures))})
+	files = append(files, File{Name: "init", Mode: 0o755, Data: []byte(InitScript(b.Topology.Setup(b.Kernel), captures))})
 	var initrd bytes.Buffer
 	if err := WriteInitramfs(&initrd, files); err != nil {
 		return res, err

@@ -127,11 +127,10 @@ func Catalogue() []*Topology {
 		"max_ioqpairs=6", "msix_qsize=3")
 	pf.Subsys, pf.VFs = "subsys0", 2
 	ts = append(ts, &Topology{
-		Name:       "sriov-nvme",
-		Doc:        "an SR-IOV NVMe with two VFs enabled from the guest (a VF counts as its PF) and a peer",
-		CPU:        "Skylake-Server",
-		OracleOnly: true,
-		Root:       []*Node{rootPort(2, sw(dsp(pf), dsp(ep(NVMe))))},
+		Name: "sriov-nvme",
+		Doc:  "an SR-IOV NVMe with two VFs enabled from the guest (a VF counts as its PF) and a peer",
+		CPU:  "Skylake-Server",
+		Root: []*Node{rootPort(2, sw(dsp(pf), dsp(ep(NVMe))))},
 	})
 
 	return ts

@@ -15,7 +15,8 @@
 // relative to the module root ("oracle") and Debian's stock kernel ("debian") from
 // scripts/fetch-kernel.sh. A missing QEMU, busybox or kernel skips with the reason;
 // with P2PKIT_REQUIRE_HW=1 it fails instead. Overrides: P2PKIT_QEMU, P2PKIT_BUSYBOX,
-// P2PKIT_ORACLE_KERNEL, P2PKIT_DEBIAN_KERNEL, P2PKIT_CACHE (the fetch script's cache,
+// P2PKIT_ORACLE_KERNEL, P2PKIT_DEBIAN_KERNEL (and P2PKIT_DEBIAN_PFSTUB, its
+// pci-pf-stub.ko), P2PKIT_CACHE (the fetch script's cache,
 // default $XDG_CACHE_HOME/p2pkit). P2PKIT_VM_UPDATE=1 (or -update) rewrites the kept
 // captures under testdata/vm.
 //

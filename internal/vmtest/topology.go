@@ -110,9 +110,6 @@ type Topology struct {
 	ACSControlOn map[string]uint16
 	// CPUP2P is what the oracle's cpu_supports_p2pdma must say (AMD Zen rule).
 	CPUP2P bool
-	// OracleOnly marks entries that need the test kernel (its built-in NVMe driver
-	// binds the PF so that sriov_numvfs can be written).
-	OracleOnly bool
 	// P2PMem names the CMB NVMe that provides p2pmem and the NVMe whose namespace is
 	// the target of p2pmem's TestGuestRoundTrip; nil for no p2pmem proof.
 	P2PMem *P2PMemProof
@@ -309,16 +306,43 @@ func (t *Topology) WantACS(k Kernel) uint16 {
 	return t.ACSControl
 }
 
-// Setup is the shell the guest runs before the captures: SR-IOV VFs.
-func (t *Topology) Setup() []string {
-	var sh []string
+// pfStubGuestPath is where the initramfs holds Kernel.PFStub.
+const pfStubGuestPath = "/lib/pci-pf-stub.ko"
+
+// hasVFs reports whether the guest enables SR-IOV VFs.
+func (t *Topology) hasVFs() bool {
 	for _, p := range t.layout() {
 		if p.n.VFs > 0 {
-			d := "/sys/bus/pci/devices/" + p.addr.String()
-			sh = append(sh,
-				fmt.Sprintf("echo 0 > %s/sriov_drivers_autoprobe", d),
-				fmt.Sprintf("echo %d > %s/sriov_numvfs", p.n.VFs, d))
+			return true
 		}
+	}
+	return false
+}
+
+// Setup is the shell the guest runs on k before the captures: SR-IOV VFs. Writing
+// sriov_numvfs needs a PF driver with sriov_configure (sriov_numvfs_store in
+// drivers/pci/iov.c); where k has none built in, pci-pf-stub is loaded and bound to
+// the PF alone through driver_override. VFs are not probed
+// (sriov_drivers_autoprobe=0): QEMU's VF controllers stay offline, and no driver is
+// needed to see them.
+func (t *Topology) Setup(k Kernel) []string {
+	var sh []string
+	for _, p := range t.layout() {
+		if p.n.VFs == 0 {
+			continue
+		}
+		d := "/sys/bus/pci/devices/" + p.addr.String()
+		if k.PFStub != "" {
+			if len(sh) == 0 {
+				sh = append(sh, "insmod "+pfStubGuestPath)
+			}
+			sh = append(sh,
+				fmt.Sprintf("echo pci-pf-stub > %s/driver_override", d),
+				fmt.Sprintf("echo %s > /sys/bus/pci/drivers_probe", p.addr))
+		}
+		sh = append(sh,
+			fmt.Sprintf("echo 0 > %s/sriov_drivers_autoprobe", d),
+			fmt.Sprintf("echo %d > %s/sriov_numvfs", p.n.VFs, d))
 	}
 	return sh
 }

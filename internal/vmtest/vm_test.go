@@ -58,9 +58,6 @@ func TestTopologies(t *testing.T) {
 	})
 	for _, topo := range Catalogue() {
 		for _, kname := range []string{KernelDebian, KernelOracle} {
-			if topo.OracleOnly && kname != KernelOracle {
-				continue
-			}
 			run := topo.Name + "-" + kname
 			t.Run(run, func(t *testing.T) {
 				var secs float64
@@ -79,6 +76,9 @@ func TestTopologies(t *testing.T) {
 				k, ok := e.kernel(kname)
 				if !ok {
 					SkipOrFail(t, "kernel %s: %s", kname, e.missing[kname])
+				}
+				if topo.hasVFs() && kname == KernelDebian && k.PFStub == "" {
+					SkipOrFail(t, "SR-IOV on Debian's kernel needs its pci-pf-stub.ko: rerun scripts/fetch-kernel.sh (or set P2PKIT_DEBIAN_PFSTUB)")
 				}
 				secs = checkTopology(t, e, topo, k, run)
 			})
@@ -211,6 +211,10 @@ func keep(t *testing.T, dir string, res Result, o *Oracle, b Boot) {
 		}
 		return
 	}
+	// A rewrite without p2pcheck would drop the snapshots other packages test with.
+	if b.Bin.P2PCheckErr != nil {
+		t.Fatalf("not rewriting %s: p2pcheck did not build: %v", dir, b.Bin.P2PCheckErr)
+	}
 	for _, name := range []string{"snapshot.tar.gz", "topo.json", "pairs.json", "p2pmem.txt"} {
 		if s, ok := res.Console.Sections[name]; ok && s.Status == 0 {
 			files[name] = s.Data
@@ -238,8 +242,9 @@ func keep(t *testing.T, dir string, res Result, o *Oracle, b Boot) {
 }
 
 // hostEnv finds QEMU, busybox and the kernels, and builds the guest binaries once.
-// Overrides: P2PKIT_QEMU, P2PKIT_BUSYBOX, P2PKIT_ORACLE_KERNEL, P2PKIT_DEBIAN_KERNEL,
-// P2PKIT_CACHE (where scripts/fetch-kernel.sh put Debian's kernel).
+// Overrides: P2PKIT_QEMU, P2PKIT_BUSYBOX, P2PKIT_ORACLE_KERNEL, P2PKIT_DEBIAN_KERNEL
+// (with P2PKIT_DEBIAN_PFSTUB, its pci-pf-stub.ko), P2PKIT_CACHE (where
+// scripts/fetch-kernel.sh put Debian's kernel).
 func hostEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{missing: map[string]string{}}
@@ -275,7 +280,18 @@ func hostEnv(t *testing.T) *env {
 			e.missing[k.name] = fmt.Sprintf("%v (%s, or set %s)", err, k.hint, k.env)
 			continue
 		}
-		e.kernels = append(e.kernels, Kernel{Name: k.name, Path: p, Oracle: k.oracle})
+		kern := Kernel{Name: k.name, Path: p, Oracle: k.oracle}
+		if k.name == KernelDebian {
+			// The module must match the kernel: an overridden kernel takes its own.
+			stub := DebianPFStubPath(cache)
+			if os.Getenv(k.env) != "" {
+				stub = os.Getenv("P2PKIT_DEBIAN_PFSTUB")
+			}
+			if _, err := os.Stat(stub); err == nil {
+				kern.PFStub = stub
+			}
+		}
+		e.kernels = append(e.kernels, kern)
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
