@@ -100,8 +100,8 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 	return recs, nil
 }
 
-// Reading sysfs scales with CPUs; a worker is worth starting for a few dozen
-// functions, and a handful of them saturate the kernel's sysfs locks.
+// Workers reading functions in parallel. One is worth starting per few dozen
+// functions; on a 32-CPU H200 host more than four brought little (BenchmarkPCIRecords).
 const (
 	maxWorkers         = 8
 	functionsPerWorker = 64

@@ -77,6 +77,10 @@ func TestPCIRecordsH200(t *testing.T) {
 		t.Errorf("GPU records (-want +got):\n%s", diff)
 	}
 	for _, r := range recs[6:] {
+		if bar1 := r.Resources[1]; bar1.Index != 2 || bar1.Size() != 256<<30 || !bar1.Is64() || !bar1.Prefetchable() {
+			t.Errorf("%s: BAR1 = %+v: size %d, 64-bit %t, prefetchable %t; want index 2, 256 GiB, 64-bit, prefetchable",
+				r.Address, bar1, bar1.Size(), bar1.Is64(), bar1.Prefetchable())
+		}
 		if len(r.Config) != 4096 || !bytes.HasPrefix(r.Config, []byte{0xde, 0x10, 0x35, 0x23}) {
 			t.Errorf("%s: config is %d bytes starting % x, want 4096 starting de 10 35 23",
 				r.Address, len(r.Config), r.Config[:min(4, len(r.Config))])

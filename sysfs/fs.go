@@ -29,9 +29,9 @@ const (
 const maxLinkHops = 40
 
 var (
-	// ErrNoSysfs is returned (wrapped) when the root has no readable
+	// ErrNoSysfs is returned (wrapped) by PCIRecords when the root has no readable
 	// /sys/bus/pci/devices: there is nothing to evaluate.
-	ErrNoSysfs = errors.New("sysfs: no readable /sys/bus/pci/devices")
+	ErrNoSysfs = errors.New("sysfs: no PCI functions to read")
 
 	errEscapes   = errors.New("symbolic link leads outside the root")
 	errLoop      = errors.New("too many levels of symbolic links")
