@@ -231,7 +231,10 @@ func (b *Buffer) MapAs(t MappingType) (*Mapping, error) {
 		return nil, errors.Join(err, d.dev.Sys.Munmap(mem))
 	}
 	m := &Mapping{b: b, typ: info.Mapping, guarded: !d.persistent, mem: mem[:b.size:b.size], raw: mem}
-	m.cleanup = runtime.AddCleanup(m, func(mem []byte) { _ = d.dev.Sys.Munmap(mem) }, mem)
+	// A safety net for a Mapping dropped with its Driver unclosed. It must
+	// not reach m, or m would never be collected: it holds only the boundary.
+	sys := d.dev.Sys
+	m.cleanup = runtime.AddCleanup(m, func(mem []byte) { _ = sys.Munmap(mem) }, mem)
 	b.m = m
 	return m, nil
 }

@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -424,5 +426,34 @@ func TestFaultGuard(t *testing.T) {
 				t.Errorf("guarded = %t, want %t", m.guarded, tt.want)
 			}
 		})
+	}
+}
+
+// Objects dropped without Close are released by their cleanups once
+// collected: the mapping is unmapped and the descriptor closed, which
+// releases the pins (gdrdrv.c gdrdrv_release).
+func TestCleanupSafetyNet(t *testing.T) {
+	mod := newModule(t, fakegdrdrv.Config{})
+	func() {
+		d, err := open(mod, fakegdrdrv.DefaultPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptr, err := mod.Alloc(128 << 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinMap(t, d, ptr, 64<<10)
+		if _, err := d.Pin(ptr, 64<<10, PinDefault); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for mod.Stats() != (fakegdrdrv.Stats{}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after dropping everything the module still holds %+v", mod.Stats())
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
 	}
 }
