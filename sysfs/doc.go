@@ -7,8 +7,9 @@
 // [WriteSnapshot] into memory. Every reader method takes the same code path on both.
 //
 // Symbolic links are resolved inside the root, never outside it: a link that leads out
-// of the root is an error and is not followed. Every file is read with one bounded read,
-// because sysfs and procfs pseudo-files report sizes that mean nothing. Reading is split
+// of the root is an error and is not followed. Nothing is sized from a stat, because
+// sysfs and procfs pseudo-files report sizes that mean nothing: a sysfs attribute is
+// read with one bounded read, a /proc file to its end within a bound. Reading is split
 // from parsing: methods of FS read, unexported parseX functions parse bytes and are
 // tested and fuzzed on their own.
 //

@@ -107,7 +107,7 @@ func (fsys FS) DevNode(name string) (DevNode, error) {
 // IOMMUGroup is one directory of /sys/kernel/iommu_groups.
 type IOMMUGroup struct {
 	ID   int
-	Type IOMMUDomainType // the type attribute (Linux 5.11+); IOMMUUnknown without it
+	Type IOMMUDomainType // the type attribute; IOMMUUnknown on kernels without it
 }
 
 const iommuGroups = "sys/kernel/iommu_groups"

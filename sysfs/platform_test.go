@@ -63,7 +63,7 @@ func TestPlatformSynthetic(t *testing.T) {
 		file("sys/kernel/iommu_groups/0/type", "DMA-FQ\n"),
 		file("sys/kernel/iommu_groups/12/type", "identity\n"),
 		file("sys/kernel/iommu_groups/2/type", "unmanaged\n"),
-		directory("sys/kernel/iommu_groups/3"), // before Linux 5.11: no type
+		directory("sys/kernel/iommu_groups/3"), // an older kernel: no type
 		symlink("sys/class/iommu/dmar1", "../../devices/virtual/iommu/dmar1"),
 		symlink("sys/class/iommu/dmar0", "../../devices/virtual/iommu/dmar0"),
 		file("sys/kernel/mm/memory_peers/nv_mem/version", "1.3\n"),

@@ -126,10 +126,12 @@ func (c Cmdline) Lookup(name string) (value string, ok bool) {
 	return "", false
 }
 
-// PCI returns the sub-options of every pci= parameter, in order: pci_setup
-// (drivers/pci/pci.c) splits the value at commas, so "pci=noats,disable_acs_redir=
-// 0000:00:01.0;0000:00:02.0" gives {noats} and {disable_acs_redir,
-// "0000:00:01.0;0000:00:02.0"}.
+// PCI returns the sub-options of every pci= parameter, in order. pci_setup
+// (drivers/pci/pci.c) splits the value at commas, so
+//
+//	pci=noats,disable_acs_redir=0000:00:01.0;0000:00:02.0
+//
+// gives {noats} and {disable_acs_redir, "0000:00:01.0;0000:00:02.0"}.
 func (c Cmdline) PCI() []Param {
 	var out []Param
 	for _, p := range c.Params {

@@ -43,9 +43,9 @@ func OpenSnapshot(path string) (FS, error) {
 
 // ReadSnapshot loads a gzip'd tar from r into an FS held in memory.
 //
-// Member names are taken relative to "/" with any leading "./" removed. Absolute names,
-// names with a ".." element and link, hard-link and special members other than
-// directories, regular files, symbolic links and device nodes are rejected. Link
+// Member names are taken relative to "/" with any leading "./" removed. Members may be
+// directories, regular files, symbolic links and device nodes; absolute names, names
+// with a ".." element, hard links and other special files are rejected. Link
 // targets are kept as stored and checked when they are followed: one that leads outside
 // the snapshot is an error then. A member with the name of an earlier one replaces it,
 // as tar extraction does, except that a directory and a non-directory never replace
