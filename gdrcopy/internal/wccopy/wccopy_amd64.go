@@ -55,15 +55,15 @@ var (
 // variants lists the amd64 kernels best first; toDevice and fromDevice
 // below must test the gates in the same order.
 var variants = []Variant{
-	{Name: "movdir64b", Available: useMOVDIR64B, ToDevice: slices(storeMOVDIR64B)},
-	{Name: "avx2", Available: useAVX2, ToDevice: slices(storeAVX2), FromDevice: slices(loadAVX2)},
-	{Name: "sse41", Available: useSSE41, FromDevice: slices(loadSSE41)},
-	{Name: "sse2", Available: true, ToDevice: slices(storeSSE2)},
+	{Name: "movdir64b", Available: useMOVDIR64B, ToDevice: adapt(storeMOVDIR64B)},
+	{Name: "avx2", Available: useAVX2, ToDevice: adapt(storeAVX2), FromDevice: adapt(loadAVX2)},
+	{Name: "sse41", Available: useSSE41, FromDevice: adapt(loadSSE41)},
+	{Name: "sse2", Available: true, ToDevice: adapt(storeSSE2)},
 	genericVariant,
 }
 
-// slices adapts a kernel to the Variant signature.
-func slices(kernel func(dst, src *byte, n int)) func(dst, src []byte) int {
+// adapt wraps a kernel in the Variant signature.
+func adapt(kernel func(dst, src *byte, n int)) func(dst, src []byte) int {
 	return func(dst, src []byte) int {
 		n := min(len(dst), len(src))
 		kernel(unsafe.SliceData(dst), unsafe.SliceData(src), n)

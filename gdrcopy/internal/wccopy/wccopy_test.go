@@ -132,6 +132,33 @@ func sweepSizes() []int {
 	return append(s, 64<<10-1, 64<<10, 64<<10+1, 1<<20-1, 1<<20, 1<<20+1)
 }
 
+// TestWidth checks the access-width rule of the generic kernels.
+func TestWidth(t *testing.T) {
+	tests := []struct {
+		addr uintptr
+		rem  int
+		want int
+	}{
+		{0x1000, 100, 8},
+		{0x1000, 8, 8},
+		{0x1000, 7, 4},
+		{0x1000, 3, 2},
+		{0x1000, 1, 1},
+		{0x1004, 100, 4},
+		{0x1002, 100, 2},
+		{0x1006, 3, 2},
+		{0x1001, 100, 1},
+		{0x1003, 2, 1},
+		{0x100c, 4, 4},
+		{0x1008, 15, 8},
+	}
+	for _, tt := range tests {
+		if got := width(tt.addr, tt.rem); got != tt.want {
+			t.Errorf("width(%#x, %d) = %d, want %d", tt.addr, tt.rem, got, tt.want)
+		}
+	}
+}
+
 // TestKernels checks every available kernel against copy over sizes and
 // both-side misalignments.
 func TestKernels(t *testing.T) {
