@@ -80,8 +80,11 @@ const (
 // undecoded. Both walks are bounded like the kernel's (48 and 480 steps) and keep a
 // visited set like pciutils' lib/caps.c, so looping lists end.
 //
-// A vendor ID of 0xffff (the function is absent, or reads all ones because it is in
-// error) is rejected.
+// A header that reads all ones (the function is absent, or in error) is rejected.
+// A vendor ID of 0xffff alone is not: an SR-IOV virtual function reads 0xffff in its
+// vendor and device ID registers (PCIe Base spec, SR-IOV "VF Vendor ID"), and the
+// kernel takes the IDs from the PF's SR-IOV capability instead (drivers/pci/iov.c
+// pci_iov_add_virtfn). NewTopology fills them from the sysfs attributes.
 func ParseConfig(b []byte) (*Config, error) {
 	if len(b) < ConfigHeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidConfig, len(b), ConfigHeaderSize)
@@ -96,8 +99,8 @@ func ParseConfig(b []byte) (*Config, error) {
 		Revision: b[offRevision],
 		Class:    uint32(b[offClass+2])<<16 | uint32(b[offClass+1])<<8 | uint32(b[offClass]),
 	}
-	if c.Vendor == 0xffff {
-		return nil, fmt.Errorf("%w: vendor id 0xffff (function absent or in error)", ErrInvalidConfig)
+	if c.Vendor == 0xffff && c.Device == 0xffff && c.Class == 0xffffff {
+		return nil, fmt.Errorf("%w: header reads all ones (function absent or in error)", ErrInvalidConfig)
 	}
 	c.HeaderType = b[offHeaderType] & 0x7f
 	c.MultiFunction = b[offHeaderType]&0x80 != 0

@@ -106,9 +106,14 @@ func NewTopology(recs []Record) *Topology {
 		}
 		if len(d.Record.Config) > 0 {
 			c, err := ParseConfig(d.Record.Config)
-			if err != nil {
+			switch {
+			case err != nil:
 				t.fail(d.Address, err)
-			} else {
+			case c.Vendor == 0xffff && d.PhysFn != nil:
+				// A VF's ID registers read 0xffff; sysfs has the real IDs.
+				c.Vendor, c.Device = d.Record.Vendor, d.Record.Device
+				d.Config = c
+			default:
 				d.Config = c
 			}
 		}

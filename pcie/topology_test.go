@@ -293,7 +293,7 @@ func TestNewTopologyErrors(t *testing.T) {
 		"pcie: 0000:00:02.0: duplicate record dropped",
 		"pcie: 0000:00:1d.1: bridge 0000:00:1d.0 of its sysfs path is missing",
 		"pcie: 0000:00:1e.0: no host bridge in sysfs path \"bogus/0000:00:1e.0\"",
-		"pcie: 0000:00:1f.0: invalid config space: vendor id 0xffff (function absent or in error)",
+		"pcie: 0000:00:1f.0: invalid config space: header reads all ones (function absent or in error)",
 		"pcie: 0000:00:1f.0: read failed",
 		"pcie: 0000:03:00.0: bridge 0000:02:00.0 of its sysfs path is missing",
 		"pcie: 0000:05:00.2: physical function 0000:05:00.0 missing",
@@ -706,5 +706,32 @@ func TestNewTopologySnapshot(t *testing.T) {
 	}
 	if len(top.Switches) != 0 || len(top.Bridges()) != 0 {
 		t.Errorf("switches %d, bridges %d; want none", len(top.Switches), len(top.Bridges()))
+	}
+}
+
+// TestVFConfig checks that a VF's config space, whose ID registers read 0xffff,
+// is decoded (ACS included) and takes its IDs from sysfs.
+func TestVFConfig(t *testing.T) {
+	pf := rec("pci0000:00/0000:00:02.0/0000:01:00.0", 0x020000, endpointCfg(0x020000, Link{4, 16}, Link{4, 16}))
+	pf.Vendor, pf.Device = 0x15b3, 0x1021
+	vfc := newCfg(0xffff, 0xffff, 0x020000, 0)
+	vfc.ext(0x100, ExtCapIDACS, 1, append(le16(0x005f), le16(0x0000)...)...)
+	vfc.cap(0x40, CapIDExpress, expressBody(PortEndpoint, false, 4, 16, 0, 4, 16)...)
+	vf := rec("pci0000:00/0000:00:02.0/0000:01:00.1", 0x020000, vfc.bytes(ConfigExpSize))
+	vf.Vendor, vf.Device, vf.PhysFn = 0x15b3, 0x101e, &pf.Address
+	rp := rec("pci0000:00/0000:00:02.0", 0x060400, bridgeCfg(PortRootPort, 1, 1, Link{4, 16}, Link{4, 16}))
+	top := NewTopology([]Record{rp, pf, vf})
+	if len(top.Errors) != 0 {
+		t.Fatalf("errors: %v", top.Errors)
+	}
+	d := dev(t, top, "0000:01:00.1")
+	if d.Config == nil {
+		t.Fatal("VF config space not decoded")
+	}
+	if got := [2]uint16{d.Config.Vendor, d.Config.Device}; got != [2]uint16{0x15b3, 0x101e} {
+		t.Errorf("VF IDs from config %04x:%04x, want 15b3:101e from sysfs", got[0], got[1])
+	}
+	if acs, known := d.ACS(); !known || acs == nil || acs.Control != 0 {
+		t.Errorf("VF ACS = %+v, known %v; want control 0, known", acs, known)
 	}
 }
