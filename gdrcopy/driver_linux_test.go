@@ -70,7 +70,7 @@ func TestOpenErrors(t *testing.T) {
 		wantIs   []error
 		wantText string
 	}{
-		{"no node", fakegdrdrv.Config{OpenErr: syscall.ENOENT}, "", []error{ErrDriverNotLoaded, fs.ErrNotExist}, "modprobe gdrdrv"},
+		{"no node", fakegdrdrv.Config{OpenErr: syscall.ENOENT}, "", []error{ErrDriverNotLoaded, fs.ErrNotExist}, "insmod.sh"},
 		{"other path", fakegdrdrv.Config{}, "/dev/nope", []error{ErrDriverNotLoaded, fs.ErrNotExist}, "mknod"},
 		{"no driver for the major", fakegdrdrv.Config{OpenErr: syscall.ENXIO}, "", []error{ErrDriverNotLoaded}, "/proc/devices"},
 		{"mode denies", fakegdrdrv.Config{OpenErr: syscall.EACCES}, "", []error{fs.ErrPermission}, "0666"},

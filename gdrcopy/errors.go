@@ -33,9 +33,9 @@ var (
 // GDRCopy's insmod.sh or its service scripts, never by udev, because the
 // module registers a dynamic major and no device class.
 const (
-	fixNoNode = "load the module (modprobe gdrdrv, or insmod.sh from the GDRCopy sources), which also creates the node; " +
-		"if grep gdrdrv /proc/devices shows the module but the node is missing, run mknod -m 666 /dev/gdrdrv c <major> 0 " +
-		"with that major; in a container, pass the node in (--device /dev/gdrdrv)"
+	fixNoNode = "load the module with GDRCopy's insmod.sh or its gdrcopy service, which also create the node " +
+		"(a plain modprobe gdrdrv does not); if grep gdrdrv /proc/devices shows the module but the node is missing, " +
+		"run mknod -m 666 /dev/gdrdrv c <major> 0 with that major; in a container, pass the node in (--device /dev/gdrdrv)"
 	fixStaleNode = "no loaded driver answers for this node's major: load the module (modprobe gdrdrv) and recreate the node " +
 		"with mknod -m 666 /dev/gdrdrv c <major> 0, taking the major from grep gdrdrv /proc/devices"
 	fixPermission = "insmod.sh gives the node mode 0666 (chmod 0666 /dev/gdrdrv), or run with access to it"
