@@ -115,9 +115,8 @@ type dirEntry struct {
 // fileInfo is what lstat reports.
 type fileInfo struct {
 	mode         fs.FileMode // type and permission bits
-	size         int64
-	major, minor uint32 // device number of a device node
-	hasDev       bool   // major and minor are known
+	major, minor uint32      // device number of a device node
+	hasDev       bool        // major and minor are known
 }
 
 // pathErr wraps err, naming the root-relative path as an absolute one

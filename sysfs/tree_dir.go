@@ -102,7 +102,7 @@ func (t dirTree) lstat(name string) (fileInfo, error) {
 	if err != nil {
 		return fileInfo{}, err
 	}
-	info := fileInfo{mode: fi.Mode(), size: fi.Size()}
+	info := fileInfo{mode: fi.Mode()}
 	if fi.Mode()&fs.ModeDevice != 0 {
 		info.major, info.minor, info.hasDev = deviceNumber(fi)
 	}
