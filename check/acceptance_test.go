@@ -1,0 +1,152 @@
+package check_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/check"
+)
+
+// statuses maps each check of a report to its status.
+func statuses(r check.Report) map[string]check.Status {
+	m := map[string]check.Status{}
+	for _, c := range r.Checks {
+		m[c.ID] = c.Status
+	}
+	return m
+}
+
+func result(t *testing.T, r check.Report, id string) check.Result {
+	t.Helper()
+	for _, c := range r.Checks {
+		if c.ID == id {
+			return c
+		}
+	}
+	t.Fatalf("no result for %s", id)
+	return check.Result{}
+}
+
+// TestMachineStatuses pins the status of the checks each machine exists to
+// exercise, and the overall verdict.
+func TestMachineStatuses(t *testing.T) {
+	for _, tt := range []struct {
+		machine string
+		want    map[string]check.Status
+		overall check.Status
+	}{
+		{"dgx-h100", map[string]check.Status{"acs_path": check.Fail, "iommu_mode": check.Pass, "gdrdrv": check.Pass,
+			"gpudirect_rdma": check.Pass, "pcie_link": check.Pass, "gpu_nic_affinity": check.Pass, "kernel_p2pdma": check.Pass}, check.Fail},
+		{"dgx-h100-acs-off", map[string]check.Status{"acs_path": check.Pass, "p2p_reachability": check.Pass, "gdrdrv": check.Pass}, check.Pass},
+		{"dgx-h100-nonroot", map[string]check.Status{"acs_path": check.Skip, "p2p_reachability": check.Skip, "aer_errors": check.Skip}, check.Pass},
+		{"degraded-link", map[string]check.Status{"pcie_link": check.Warn, "gdrdrv": check.Fail, "acs_path": check.Pass}, check.Fail},
+		{"amd-epyc", map[string]check.Status{"iommu_mode": check.Fail, "gpu_nic_affinity": check.Warn}, check.Fail},
+		{"h200-2gpu-vm", map[string]check.Status{"virtualization": check.Pass, "iommu_mode": check.Pass, "gdrdrv": check.Fail,
+			"pcie_link": check.Pass, "nvml_p2p_status": check.Skip, "confidential_computing": check.Skip, "memlock_limit": check.Skip}, check.Fail},
+		// The redirecting pair 06:00.0/06:00.1 has no p2pmem provider, so it is not a pair of
+		// interest; the guest IOMMU translates DMA, which warns in a VM.
+		{"qemu-q35-iommu", map[string]check.Status{"acs_path": check.Pass, "iommu_mode": check.Warn, "kernel_p2pdma": check.Pass}, check.Warn},
+	} {
+		t.Run(tt.machine, func(t *testing.T) {
+			r := report(t, tt.machine)
+			got := statuses(r)
+			for id := range got {
+				if _, ok := tt.want[id]; !ok {
+					delete(got, id)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("statuses (-want +got):\n%s", diff)
+			}
+			if r.Overall != tt.overall {
+				t.Errorf("overall = %s, want %s", r.Overall, tt.overall)
+			}
+		})
+	}
+}
+
+// TestDGXACS: ACS on the PEX downstream ports fails acs_path, naming those
+// bridges, with the kernel parameter and a setpci for each.
+func TestDGXACS(t *testing.T) {
+	r := report(t, "dgx-h100")
+	c := result(t, r, "acs_path")
+	// One of each switch level below root bus 15: level 0 (17:xx) and level 1 (19:xx).
+	for _, bdf := range []string{"0000:17:00.0", "0000:17:02.0", "0000:19:00.0", "0000:19:01.0"} {
+		if !slices.Contains(c.Subjects, bdf) {
+			t.Errorf("acs_path subjects lack PEX downstream port %s: %v", bdf, c.Subjects)
+		}
+	}
+	// The root ports also have ACS, but no pair shares one as a common bridge.
+	if slices.Contains(c.Subjects, "0000:15:01.0") {
+		t.Errorf("acs_path names root port 0000:15:01.0, which the kernel does not test for these pairs")
+	}
+	if len(c.Remediation) < 2 || !strings.HasPrefix(c.Remediation[0], `kernel command line: "pci=disable_acs_redir=0000:17:00.0;`) ||
+		!strings.Contains(c.Remediation[1], "setpci -s $b ECAP_ACS+6.w=0000:002c") {
+		t.Errorf("acs_path remediation = %q, want the kernel parameter then the setpci loop", c.Remediation)
+	}
+	for _, f := range c.Findings {
+		if !strings.Contains(f.Message, "fix: setpci -s "+f.Subject+" ECAP_ACS+6.w=0000:002c") {
+			t.Errorf("finding for %s has no setpci of its own: %s", f.Subject, f.Message)
+		}
+	}
+	if r.FixFirst == nil || r.FixFirst.ID != "acs_path" {
+		t.Errorf("fix first = %+v, want acs_path", r.FixFirst)
+	}
+}
+
+// TestH200Capture: two GPUs in a VM, no IOMMU, no gdrdrv, Gen5 x16 links.
+func TestH200Capture(t *testing.T) {
+	r := report(t, "h200-2gpu-vm")
+	var gpus []string
+	for _, d := range r.Devices {
+		if d.Kind != "GPU" {
+			continue
+		}
+		gpus = append(gpus, d.BDF.String())
+		if d.Link == nil || *d.Link != (check.Link{CurrentGen: 5, CurrentWidth: 16, MaxGen: 5, MaxWidth: 16}) {
+			t.Errorf("GPU %s link = %+v, want Gen5 x16 of Gen5 x16", d.BDF, d.Link)
+		}
+		if d.BAR1Bytes == nil || *d.BAR1Bytes != 256<<30 {
+			t.Errorf("GPU %s BAR1 = %v, want 256 GiB (resource 2)", d.BDF, d.BAR1Bytes)
+		}
+	}
+	if diff := cmp.Diff([]string{"0000:00:06.0", "0000:00:07.0"}, gpus); diff != "" {
+		t.Errorf("GPUs (-want +got):\n%s", diff)
+	}
+	if !r.Environment.Hypervisor || r.Features.VM != "true" {
+		t.Errorf("hypervisor = %t, vm feature %s; want a VM", r.Environment.Hypervisor, r.Features.VM)
+	}
+	if r.Features.IOMMU != "off" {
+		t.Errorf("iommu feature = %s, want off", r.Features.IOMMU)
+	}
+	if c := result(t, r, "pcie_link"); !strings.Contains(c.Summary, "2x Gen5 x16") || !strings.Contains(c.Summary, "virtual topology") {
+		t.Errorf("pcie_link summary = %q, want both GPUs at Gen5 x16 in a virtual topology", c.Summary)
+	}
+	if c := result(t, r, "gdrdrv"); c.Status != check.Fail || len(c.Remediation) == 0 {
+		t.Errorf("gdrdrv = %s with fix %q, want a failure with the fix", c.Status, c.Remediation)
+	}
+}
+
+// TestNonRootNeverPassesOnMissingData: with a 64-byte config view, every check
+// whose facts come from extended config space skips with the reason.
+func TestNonRootNeverPassesOnMissingData(t *testing.T) {
+	r := report(t, "dgx-h100-nonroot")
+	if p := r.Environment.Privileged; p == nil || *p {
+		t.Fatalf("privileged = %v, want false", p)
+	}
+	for _, id := range []string{"acs_path", "p2p_reachability", "aer_errors"} {
+		c := result(t, r, id)
+		if c.Status != check.Skip || !strings.Contains(c.Summary, "root") {
+			t.Errorf("%s = %s %q, want skip naming root", id, c.Status, c.Summary)
+		}
+	}
+	if c := result(t, r, "bar_sizes"); !strings.Contains(c.Summary, "Resizable BAR unknown without root") {
+		t.Errorf("bar_sizes summary = %q, want Resizable BAR reported unknown", c.Summary)
+	}
+	if r.Features.ACS != "unknown" {
+		t.Errorf("acs feature = %s, want unknown", r.Features.ACS)
+	}
+}

@@ -1,0 +1,191 @@
+// Package check is p2pcheck's node-readiness engine: a catalogue of checks, each a
+// pure function of [Facts] that returns one [Result] with a status, the subjects it
+// is about, what was observed and expected, the evidence (file or API and raw value),
+// the exact remediation and references.
+//
+// Checks run in causal precedence, the order in which causes hide one another on a
+// real node (field-checks.md §4a "ordering"): whether devices can reach each other
+// at all, then virtualization and confidential-computing policy, then firmware
+// (IOMMU, ACS, BAR1), links, drivers, kernel modules and finally runtime settings
+// and probes. A report therefore names one thing to fix first: the first failure,
+// else the first warning.
+//
+// Facts are gathered at the edge (cmd/p2pcheck) and handed in; nothing here reads
+// files, the environment or devices, so every check is table-tested on facts built
+// from synthetic and captured machines.
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Status is the outcome of a check.
+type Status string
+
+// Check statuses. Skip means the check could not decide (missing privilege, NVML,
+// CUDA, or not applicable) and always says why; it is never a disguised pass.
+const (
+	Pass  Status = "pass"
+	Warn  Status = "warn"
+	Fail  Status = "fail"
+	Skip  Status = "skip"
+	Error Status = "error"
+)
+
+// rank orders statuses by how much they need attention.
+func (s Status) rank() int {
+	switch s {
+	case Fail:
+		return 4
+	case Error:
+		return 3
+	case Warn:
+		return 2
+	case Pass:
+		return 1
+	}
+	return 0
+}
+
+// worse returns the status that needs more attention.
+func worse(a, b Status) Status {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
+}
+
+// Result is the outcome of one check.
+type Result struct {
+	// ID is the check's stable snake_case identifier.
+	ID     string `json:"id"`
+	Status Status `json:"status"`
+	// Summary is one line for people.
+	Summary string `json:"summary"`
+	// Subjects are what the status is about: PCI addresses, GPU indices or UUIDs,
+	// network or RDMA devices. For a failure or warning, the offending ones.
+	Subjects []string `json:"subjects,omitempty"`
+	Observed string   `json:"observed,omitempty"`
+	Expected string   `json:"expected,omitempty"`
+	// Findings are the per-subject details behind the status.
+	Findings []Finding `json:"findings,omitempty"`
+	// Evidence names where each fact came from with its raw value.
+	Evidence []Evidence `json:"evidence,omitempty"`
+	// Remediation holds the exact commands or settings that fix the problem, the
+	// preferred one first. Empty for a pass.
+	Remediation []string `json:"remediation,omitempty"`
+	// Refs are the sources behind the check: field-checks.md failure entries,
+	// kernel files, NVIDIA documents, issues.
+	Refs []string `json:"refs,omitempty"`
+}
+
+// Finding is one subject's part of a result.
+type Finding struct {
+	Subject string `json:"subject"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
+}
+
+// Evidence is one fact a result rests on.
+type Evidence struct {
+	// Source is a file path (as on the analysed machine) or an API call.
+	Source string `json:"source"`
+	// Value is the raw value read there, "absent" when the file does not exist.
+	Value string `json:"value"`
+}
+
+// Spec describes one check of the catalogue.
+type Spec struct {
+	ID    string
+	Title string
+	run   func(*Facts) Result
+}
+
+// catalogue lists every check in causal precedence.
+var catalogue = []Spec{
+	{"p2p_reachability", "kernel P2PDMA verdicts for GPU, NIC and NVMe pairs", checkReachability},
+	{"virtualization", "bare metal or virtual machine", checkVirtualization},
+	{"confidential_computing", "GPU confidential-computing mode", checkConfCompute},
+	{"iommu_mode", "IOMMU passthrough or translation", checkIOMMU},
+	{"acs_path", "ACS redirect on the bridges between peers", checkACSPath},
+	{"bar_sizes", "GPU BAR1 aperture and Resizable BAR", checkBARSizes},
+	{"pcie_link", "PCIe link speed and width on peer paths", checkPCIeLink},
+	{"aer_errors", "PCIe Advanced Error Reporting", checkAER},
+	{"numa_node", "NUMA affinity of GPUs and NICs", checkNUMANode},
+	{"gpu_nic_affinity", "GPU to NIC path class for GPUDirect RDMA", checkGPUNICAffinity},
+	{"nvidia_driver", "NVIDIA kernel driver version and flavour", checkNVIDIADriver},
+	{"nvml_p2p_status", "NVIDIA driver P2P status between GPUs", checkNVMLP2P},
+	{"kernel_p2pdma", "kernel P2PDMA support and p2pmem providers", checkKernelP2PDMA},
+	{"gpudirect_rdma", "GPUDirect RDMA path: nvidia-peermem or DMA-BUF", checkGPUDirectRDMA},
+	{"gdrdrv", "GDRCopy kernel module and /dev/gdrdrv", checkGdrdrv},
+	{"memlock_limit", "locked-memory limit for RDMA registration", checkMemlock},
+	{"nccl_env", "NCCL settings that disable P2P or GPUDirect", checkNCCLEnv},
+	{"p2p_data_integrity", "peer-to-peer copies verified on the owner and through the host", checkDataIntegrity},
+}
+
+// Catalogue returns every check in the order they run.
+func Catalogue() []Spec { return slices.Clone(catalogue) }
+
+// IDs returns the identifiers of every check, in the order they run.
+func IDs() []string {
+	ids := make([]string, len(catalogue))
+	for i, s := range catalogue {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+// GDRIDs are the checks of GDRCopy readiness, what "p2pcheck gdr" runs.
+var GDRIDs = []string{"nvidia_driver", "gdrdrv"}
+
+// Run evaluates the checks named by ids on f, in catalogue order, or every check
+// when ids is empty. It returns an error naming the valid identifiers for an
+// unknown one.
+func Run(f *Facts, ids []string) ([]Result, error) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		if !slices.Contains(IDs(), id) {
+			return nil, fmt.Errorf("check: unknown check %q (valid: %s)", id, strings.Join(IDs(), ", "))
+		}
+		want[id] = true
+	}
+	var out []Result
+	for _, s := range catalogue {
+		if len(want) > 0 && !want[s.ID] {
+			continue
+		}
+		r := s.run(f)
+		r.ID = s.ID
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Overall is the node's verdict over results: fail if any check failed, else error
+// if one could not be evaluated, else warn if any warned, else pass. Skips do not
+// count: they say why in their own result.
+func Overall(results []Result) Status {
+	o := Pass
+	for _, r := range results {
+		if r.Status == Skip {
+			continue
+		}
+		o = worse(o, r.Status)
+	}
+	return o
+}
+
+// First returns the result to act on first: the first failure in causal order,
+// else the first error, else the first warning; nil when there is none.
+func First(results []Result) *Result {
+	for _, s := range []Status{Fail, Error, Warn} {
+		for i := range results {
+			if results[i].Status == s {
+				return &results[i]
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package check
+
+import (
+	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/p2pdma"
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// Source says where the analysed machine came from.
+type Source string
+
+// Sources of facts.
+const (
+	// Live is the running machine, read at /.
+	Live Source = "live"
+	// Root is a machine tree mounted under another directory (--root), such as a
+	// container's /host; its files are live but the process is not on it.
+	Root Source = "root"
+	// Snapshot is a capture read back (--snapshot) or a fixture tree.
+	Snapshot Source = "snapshot"
+)
+
+// Inputs are the facts gathered at the edge besides the node itself. The zero
+// value means "nothing known": a snapshot without NVML, probe or process limits.
+type Inputs struct {
+	Source Source
+	// NCCLEnv holds the NCCL_* variables of the environment jobs would run in (the
+	// live process's); nil when unknown (a snapshot or another root).
+	NCCLEnv map[string]string
+	// NCCLConf is /etc/nccl.conf of the analysed machine; nil when absent or unknown.
+	NCCLConf *NCCLConf
+	// Memlock is RLIMIT_MEMLOCK of the live process; nil when unknown.
+	Memlock *Rlimit
+	// NoNVML says why Node.GPU is nil: NVML missing, --quick, a snapshot.
+	NoNVML string
+	// Probe holds the --probe results; nil when the probe was not asked for.
+	Probe *ProbeReport
+}
+
+// NCCLConf is an NCCL configuration file: "NAME=value" lines.
+type NCCLConf struct {
+	Path string
+	Vars map[string]string
+}
+
+// Rlimit is a resource limit; Unlimited for RLIM_INFINITY.
+type Rlimit struct {
+	Soft, Hard uint64
+}
+
+// Unlimited is RLIM_INFINITY.
+const Unlimited = ^uint64(0)
+
+// ProbeReport is what the data-integrity probe found.
+type ProbeReport struct {
+	// Skipped says why the probe could not run at all (no CUDA, fewer than two
+	// GPUs); empty when it ran.
+	Skipped string `json:"skipped,omitempty"`
+	// Size is the bytes copied per pair.
+	Size  uint64      `json:"size_bytes"`
+	Pairs []ProbePair `json:"pairs"`
+}
+
+// ProbePair is the probe's outcome for one ordered GPU pair.
+type ProbePair struct {
+	// Src and Dst are the GPUs' indices in PCI address order (nvidia-smi's).
+	Src    int          `json:"src"`
+	Dst    int          `json:"dst"`
+	SrcBDF pcie.Address `json:"src_bdf"`
+	DstBDF pcie.Address `json:"dst_bdf"`
+	// PeerAccess is cuDeviceCanAccessPeer(dst, src).
+	PeerAccess bool `json:"peer_access"`
+	// Verified reports the destination held the pattern, read back by the owner.
+	Verified bool `json:"verified"`
+	// HostVerified reports the pattern read back through host staging matched.
+	HostVerified bool `json:"host_verified"`
+	// Mismatch is the first differing byte offset, -1 when none.
+	Mismatch int64 `json:"mismatch"`
+	// BytesPerSecond is the peer copy bandwidth; 0 when not measured.
+	BytesPerSecond float64 `json:"bytes_per_second"`
+	// Err is the CUDA error that stopped the pair, empty when none.
+	Err string `json:"error,omitempty"`
+}
+
+// Facts is everything the checks look at. Build it with [NewFacts].
+type Facts struct {
+	Inputs
+	Node *node.Node
+	// Privileged is true when configuration space past the 64-byte header was
+	// readable (root); PrivilegeKnown is false when no function's config was read.
+	Privileged, PrivilegeKnown bool
+
+	calc    *p2pdma.Calculator
+	devices []*pcie.Device // node.Interesting()
+}
+
+// NewFacts combines a loaded node with the inputs gathered beside it. It reads
+// nothing: whether the reader was privileged is decided from the data, since the
+// kernel serves only the first 64 bytes of config to a reader without
+// CAP_SYS_ADMIN (drivers/pci/pci-sysfs.c pci_read_config).
+func NewFacts(n *node.Node, in Inputs) *Facts {
+	f := &Facts{Inputs: in, Node: n}
+	for _, d := range n.Topology.Devices {
+		switch l := len(d.Record.Config); {
+		case l > 64:
+			f.Privileged, f.PrivilegeKnown = true, true
+		case l > 0:
+			f.PrivilegeKnown = true
+		}
+	}
+	f.calc = p2pdma.NewCalculator(n.Topology, n.P2P)
+	f.devices = n.Interesting()
+	return f
+}
+
+// Hypervisor reports whether the analysed kernel runs in a virtual machine.
+func (f *Facts) Hypervisor() bool {
+	return f.Node.Platform.CPU != nil && f.Node.Platform.CPU.Hypervisor()
+}
+
+// GPUs returns the GPUs of interest (physical functions), in address order.
+func (f *Facts) GPUs() []*pcie.Device { return f.filter((*pcie.Device).IsGPU) }
+
+// NICs returns the RDMA-capable network controllers, in address order: those
+// with an RDMA device (/sys/class/infiniband) or of the InfiniBand class. A plain
+// Ethernet NIC (virtio-net, a management port) is nobody's DMA peer.
+func (f *Facts) NICs() []*pcie.Device { return f.filter(isRDMANIC) }
+
+func isRDMANIC(d *pcie.Device) bool {
+	return d.IsNIC() && (len(d.RDMADevs) > 0 || d.ClassCode()>>8 == classInfiniBand)
+}
+
+// classInfiniBand is the PCI class code of InfiniBand controllers (base 02, sub 07).
+const classInfiniBand = 0x0207
+
+// NVIDIAGPUs returns the GPUs made by NVIDIA.
+func (f *Facts) NVIDIAGPUs() []*pcie.Device {
+	return f.filter(func(d *pcie.Device) bool { return d.IsGPU() && d.Vendor == vendorNVIDIA })
+}
+
+func (f *Facts) filter(keep func(*pcie.Device) bool) []*pcie.Device {
+	var out []*pcie.Device
+	for _, d := range f.devices {
+		if keep(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+const vendorNVIDIA = 0x10de
+
+// pair is an unordered pair of devices of interest.
+type pair struct{ a, b *pcie.Device }
+
+// pairs returns the pairs whose peer-to-peer path matters: GPU↔GPU, GPU↔RDMA NIC,
+// GPU↔NVMe and p2pmem provider↔GPU/NIC/NVMe, each once, in address order.
+func (f *Facts) pairs() []pair {
+	var out []pair
+	for i, a := range f.devices {
+		for _, b := range f.devices[i+1:] {
+			if pairOfInterest(a, b) {
+				out = append(out, pair{a, b})
+			}
+		}
+	}
+	return out
+}
+
+func pairOfInterest(a, b *pcie.Device) bool {
+	gpu := func(d *pcie.Device) bool { return d.IsGPU() || d.IsAccelerator() }
+	peer := func(d *pcie.Device) bool { return gpu(d) || isRDMANIC(d) || d.IsNVMe() }
+	switch {
+	case gpu(a) && peer(b), gpu(b) && peer(a):
+		return true
+	case a.P2PMem != nil && peer(b), b.P2PMem != nil && peer(a):
+		return true
+	}
+	return false
+}
+
+// verdict is the kernel's P2PDMA verdict with a as provider and b as client.
+func (f *Facts) verdict(p pair) p2pdma.Verdict { return f.calc.Calc(p.a, p.b) }
+
+// kind names a device's role for messages.
+func kind(d *pcie.Device) string {
+	switch {
+	case d.IsGPU():
+		return "GPU"
+	case d.IsNIC():
+		return "NIC"
+	case d.IsNVMe():
+		return "NVMe"
+	case d.IsAccelerator():
+		return "accelerator"
+	case d.P2PMem != nil:
+		return "p2pmem"
+	}
+	return "device"
+}
+
+// label names a device for people: "GPU 0000:19:00.0 (ibp0)".
+func label(d *pcie.Device) string {
+	s := kind(d) + " " + d.Address.String()
+	var names []string
+	names = append(names, d.NetDevs...)
+	names = append(names, d.RDMADevs...)
+	names = append(names, d.NVMeDevs...)
+	if len(names) > 0 {
+		s += " (" + names[0] + ")"
+	}
+	return s
+}

@@ -1,0 +1,196 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/p2pkit/p2pkit/internal/gpu"
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// nvmlGPU returns NVML's view of the GPU at a, or nil.
+func (f *Facts) nvmlGPU(a pcie.Address) *gpu.GPU {
+	if f.Node.GPU == nil {
+		return nil
+	}
+	for i := range f.Node.GPU.GPUs {
+		if g := &f.Node.GPU.GPUs[i]; g.Address != nil && *g.Address == a {
+			return g
+		}
+	}
+	return nil
+}
+
+// noNVML is the skip reason of a check that needs NVML.
+func (f *Facts) noNVML() string {
+	if f.NoNVML != "" {
+		return "NVML not available: " + f.NoNVML
+	}
+	return "NVML not available"
+}
+
+// checkConfCompute reads the confidential-computing state from NVML
+// (nvmlSystemGetConfComputeState, F13): with CC on, GPUs cannot reach each other
+// or host memory directly, so P2P and GPUDirect are off except over Protected
+// PCIe. It skips without NVML.
+func checkConfCompute(f *Facts) Result {
+	r := Result{Refs: []string{"field-checks.md F13 (confidential computing)", "NVIDIA confidential computing release notes r550", "nvmlSystemGetConfComputeState"}}
+	if f.Node.GPU == nil {
+		r.Status, r.Summary = Skip, f.noNVML()
+		return r
+	}
+	cc := f.Node.GPU.ConfCompute
+	if cc == nil {
+		r.Status, r.Summary = Skip, "NVML did not report the confidential-computing state: "+f.Node.GPU.Unknown["conf_compute"]
+		return r
+	}
+	r.Evidence = []Evidence{{Source: "nvmlSystemGetConfComputeState", Value: fmt.Sprintf("supported=%t enabled=%t environment=%s", cc.Supported, cc.Enabled, cc.Environment)}}
+	switch {
+	case cc.Enabled:
+		r.Status = Warn
+		r.Observed = "on"
+		r.Summary = "confidential computing is on: GPU P2P, GPUDirect RDMA and GDRCopy are unavailable (multi-GPU only with Protected PCIe)"
+		r.Remediation = []string{"turn CC mode off for P2P workloads (nvidia_gpu_tools.py --set-cc-mode=off), or use PPCIe mode"}
+	case !cc.Supported:
+		r.Status, r.Observed, r.Summary = Pass, "unsupported", "confidential computing not supported by this GPU or driver (off)"
+	default:
+		r.Status, r.Observed, r.Summary = Pass, "off", "confidential computing is off"
+	}
+	return r
+}
+
+// checkNVMLP2P reports the NVIDIA driver's own P2P verdict for every GPU pair
+// (nvmlDeviceGetP2PStatus for read and write, as nvidia-smi topo -p2p shows it):
+// NCCL requires both to be OK before using P2P (src/graph/paths.cc). A pair the
+// driver refuses (CNS chipset, GNS GPU, TNS topology, DR regkey, NS) warns. A
+// driver "OK" does not prove copies are correct: see p2p_data_integrity (F3).
+func checkNVMLP2P(f *Facts) Result {
+	r := Result{Refs: []string{"field-checks.md F12 (NVML read/write P2P status)", "nvmlDeviceGetP2PStatus", "NVIDIA/nccl src/graph/paths.cc"}}
+	if f.Node.GPU == nil {
+		r.Status, r.Summary = Skip, f.noNVML()
+		return r
+	}
+	if len(f.Node.GPU.GPUs) < 2 {
+		r.Status, r.Summary = Skip, "fewer than two GPUs"
+		return r
+	}
+	r.Status = Pass
+	ok, total := 0, 0
+	for _, p := range f.Node.GPU.Pairs {
+		total++
+		subj := fmt.Sprintf("gpu%d->gpu%d", p.A, p.B)
+		read, write := p.P2P.Read, p.P2P.Write
+		if read == nil || write == nil {
+			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Skip, Message: "P2P status unknown"})
+			continue
+		}
+		r.Evidence = append(r.Evidence, Evidence{Source: fmt.Sprintf("nvmlDeviceGetP2PStatus(%d,%d)", p.A, p.B), Value: "read=" + read.String() + " write=" + write.String() + nvlinkStatus(p.P2P.NVLink)})
+		if *read == gpu.P2POK && *write == gpu.P2POK {
+			ok++
+			continue
+		}
+		r.Status = Warn
+		r.Subjects = append(r.Subjects, subj)
+		r.Findings = append(r.Findings, Finding{Subject: subj, Status: Warn, Message: "driver refuses P2P: read " + p2pCode(*read) + ", write " + p2pCode(*write)})
+	}
+	r.Observed = fmt.Sprintf("%d of %d ordered pairs OK for read and write", ok, total)
+	r.Expected = "OK for every pair"
+	switch {
+	case r.Status == Warn:
+		r.Summary = fmt.Sprintf("the NVIDIA driver refuses P2P for %d ordered pair(s)", len(r.Subjects))
+		r.Remediation = []string{"fix the platform causes first (acs_path, iommu_mode); CNS/TNS on this topology is a driver policy, DR a registry key in /proc/driver/nvidia/params"}
+	case ok == 0:
+		r.Status, r.Summary = Skip, "NVML did not report P2P status for any pair"
+	default:
+		r.Summary = fmt.Sprintf("the NVIDIA driver allows P2P for all %d ordered GPU pairs", ok)
+	}
+	return r
+}
+
+func nvlinkStatus(s *gpu.P2PStatus) string {
+	if s == nil {
+		return ""
+	}
+	return " nvlink=" + s.String()
+}
+
+// p2pCode spells out an nvidia-smi topo -p2p code.
+func p2pCode(s gpu.P2PStatus) string {
+	words := map[gpu.P2PStatus]string{
+		gpu.P2POK:                   "OK",
+		gpu.P2PChipsetNotSupported:  "CNS (chipset not supported)",
+		gpu.P2PGPUNotSupported:      "GNS (GPU not supported)",
+		gpu.P2PTopologyNotSupported: "TNS (topology not supported)",
+		gpu.P2PDisabledByRegkey:     "DR (disabled by regkey)",
+		gpu.P2PNotSupported:         "NS (not supported)",
+	}
+	if w, ok := words[s]; ok {
+		return w
+	}
+	return "U (unknown)"
+}
+
+// checkDataIntegrity reports the --probe results (F3, the most damaging
+// failure): for each ordered GPU pair with peer access, a pattern copied
+// peer-to-peer must arrive intact, read back by the owning GPU and through host
+// staging. P2P that the driver reports OK has returned zeros or garbage
+// (pt#84803, ogkm#1257, nccl#2335). It skips unless --probe ran.
+func checkDataIntegrity(f *Facts) Result {
+	r := Result{Refs: []string{"field-checks.md F3 (P2P advertised but data corrupt)", "pt#84803", "ogkm#1257", "nccl#2335"}}
+	pr := f.Probe
+	switch {
+	case pr == nil:
+		r.Status, r.Summary = Skip, "not run: pass --probe to copy data between GPUs"
+		return r
+	case pr.Skipped != "":
+		r.Status, r.Summary = Skip, "probe could not run: "+pr.Skipped
+		return r
+	case len(pr.Pairs) == 0:
+		r.Status, r.Summary = Skip, "no GPU pair to probe"
+		return r
+	}
+	r.Status = Pass
+	verified, noPeer := 0, 0
+	var bws []string
+	for _, p := range pr.Pairs {
+		subj := fmt.Sprintf("gpu%d->gpu%d", p.Src, p.Dst)
+		switch {
+		case p.Err != "":
+			r.Status = worse(r.Status, Error)
+			r.Subjects = append(r.Subjects, subj)
+			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Error, Message: p.Err})
+		case !p.PeerAccess:
+			noPeer++
+			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Skip, Message: "no peer access (cuDeviceCanAccessPeer = 0)"})
+		case !p.Verified || !p.HostVerified:
+			r.Status = worse(r.Status, Fail)
+			r.Subjects = append(r.Subjects, subj)
+			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Fail,
+				Message: fmt.Sprintf("copied data differs at byte %d (owner check %t, host check %t)", p.Mismatch, p.Verified, p.HostVerified)})
+		default:
+			verified++
+			bws = append(bws, fmt.Sprintf("%s %.1f GB/s", subj, p.BytesPerSecond/1e9))
+		}
+	}
+	r.Observed = fmt.Sprintf("%d of %d pairs verified with %s each", verified, len(pr.Pairs), sizeString(pr.Size))
+	if len(bws) > 0 {
+		r.Observed += ": " + strings.Join(bws, ", ")
+	}
+	r.Expected = "every pair with peer access copies the pattern intact"
+	r.Evidence = []Evidence{{Source: "cuMemcpyPeer + cuMemcpyDtoH", Value: r.Observed}}
+	switch r.Status {
+	case Fail:
+		r.Summary = fmt.Sprintf("peer-to-peer copies corrupt data on %d pair(s): P2P is reported but broken", len(r.Subjects))
+		r.Remediation = []string{"fix iommu_mode and acs_path first; until then disable P2P for jobs (NCCL_P2P_DISABLE=1)"}
+	case Error:
+		r.Summary = fmt.Sprintf("the probe failed on %d pair(s)", len(r.Subjects))
+	default:
+		r.Summary = fmt.Sprintf("peer-to-peer copies verified on %d pair(s)", verified)
+		if verified == 0 {
+			r.Status, r.Summary = Skip, "no GPU pair has peer access"
+		} else if noPeer > 0 {
+			r.Summary += fmt.Sprintf("; %d pair(s) without peer access", noPeer)
+		}
+	}
+	return r
+}

@@ -1,0 +1,123 @@
+package check_test
+
+import (
+	"encoding/json"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/sysfs"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// captures are the real machines kept in the repository: the H200 VM and the
+// QEMU guests booted with the P2PDMA oracle kernel.
+var captures = map[string]string{
+	"h200-2gpu-vm":      "../testdata/h200-2gpu-vm/snapshot.tar.gz",
+	"qemu-q35-iommu":    "../p2pdma/testdata/qemu-q35-iommu/snapshot.tar.gz",
+	"qemu-q35-pxb":      "../p2pdma/testdata/qemu-q35-pxb/snapshot.tar.gz",
+	"qemu-q35-pxb-epyc": "../p2pdma/testdata/qemu-q35-pxb-epyc/snapshot.tar.gz",
+}
+
+// machines lists every machine the golden tests cover: each named fixture
+// except "large" (a benchmark tree), then the captures.
+func machines() []string {
+	var out []string
+	for _, n := range fixture.Names() {
+		if n != "large" {
+			out = append(out, n)
+		}
+	}
+	for _, n := range []string{"h200-2gpu-vm", "qemu-q35-iommu", "qemu-q35-pxb", "qemu-q35-pxb-epyc"} {
+		out = append(out, n)
+	}
+	return out
+}
+
+// loadMachine reads a named fixture (written to a temporary root) or capture,
+// without pci.ids names so that results do not depend on the host.
+func loadMachine(t *testing.T, name string) *node.Node {
+	t.Helper()
+	var fsys sysfs.FS
+	var err error
+	if path, ok := captures[name]; ok {
+		fsys, err = sysfs.OpenSnapshot(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		m, err := fixture.ByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := m.Write(dir); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, "dev/gdrdrv")); err == nil && fi.Mode()&fs.ModeCharDevice == 0 {
+			t.Skip("this fixture's /dev/gdrdrv is a device node only when written as root")
+		}
+		fsys, err = sysfs.NewFS(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { fsys.Close() })
+	n, err := node.Load(fsys, node.Options{NoNames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// testMeta is the fixed metadata of golden reports.
+var testMeta = check.Meta{ToolVersion: "test", Hostname: "node1", Timestamp: time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)}
+
+// report runs every check on a machine read as a snapshot.
+func report(t *testing.T, name string) check.Report {
+	t.Helper()
+	f := check.NewFacts(loadMachine(t, name), check.Inputs{Source: check.Snapshot, NoNVML: "a snapshot carries no NVML state"})
+	res, err := check.Run(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return check.NewReport(f, res, testMeta)
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file (run go test -update and review the diff):\n%s", path, diffLines(string(want), string(got)))
+	}
+}
+
+func marshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}

@@ -1,0 +1,220 @@
+// Package probe is p2pcheck's opt-in data-integrity probe (--probe): for every
+// ordered GPU pair with peer access it copies a pattern peer-to-peer through the
+// CUDA driver, reads it back on the owning GPU and through host staging, and times
+// the copy. It exists because "P2P OK" from the driver has returned zeros or
+// garbage on real machines (field-checks.md F3: pt#84803, ogkm#1257, nccl#2335),
+// and because the popular samples copy zero-filled buffers without checking them.
+//
+// The probe needs libcuda.so.1 and a cgo build (internal/cuda); without them the
+// report says why it was skipped.
+package probe
+
+import (
+	"errors"
+	"runtime"
+	"time"
+
+	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/internal/cuda"
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// DefaultSize is the bytes copied per pair: large enough to cross many GPU pages
+// and time the copy, small enough for any GPU's free memory and a quick run.
+const DefaultSize = 64 << 20
+
+// repeats is how many timed copies give the bandwidth.
+const repeats = 4
+
+// Run probes every ordered pair of gpus (in PCI address order: indices in the
+// report are positions in gpus). size is capped at DefaultSize. It never fails:
+// problems are recorded in the report, per pair where they are per pair.
+func Run(gpus []*pcie.Device, size uint64) *check.ProbeReport {
+	size = min(size, DefaultSize)
+	rep := &check.ProbeReport{Size: size, Pairs: []check.ProbePair{}}
+	if len(gpus) < 2 {
+		rep.Skipped = "fewer than two GPUs"
+		return rep
+	}
+	// The driver's contexts are per thread; keep the whole probe on one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ctxs, err := contexts(gpus)
+	defer func() {
+		for _, c := range ctxs {
+			if c != nil {
+				_ = c.Release()
+			}
+		}
+	}()
+	if err != nil {
+		rep.Skipped = skipReason(err)
+		return rep
+	}
+	for i := range gpus {
+		for j := range gpus {
+			if i == j {
+				continue
+			}
+			p := check.ProbePair{Src: i, Dst: j, SrcBDF: gpus[i].Address, DstBDF: gpus[j].Address, Mismatch: -1}
+			if ctxs[i] == nil || ctxs[j] == nil {
+				p.Err = "no CUDA device at this PCI address (CUDA_VISIBLE_DEVICES?)"
+			} else if err := probePair(&p, ctxs[i], ctxs[j], size); err != nil {
+				p.Err = err.Error()
+			}
+			rep.Pairs = append(rep.Pairs, p)
+		}
+	}
+	return rep
+}
+
+func skipReason(err error) string {
+	switch {
+	case errors.Is(err, cuda.ErrNotSupported):
+		return "built without CUDA support (cgo disabled)"
+	case errors.Is(err, cuda.ErrNoDriver):
+		return "no CUDA driver (libcuda.so.1)"
+	}
+	return err.Error()
+}
+
+// contexts retains the primary context of the CUDA device at each GPU's address;
+// the entry is nil for a GPU CUDA does not show.
+func contexts(gpus []*pcie.Device) ([]*cuda.Context, error) {
+	ctxs := make([]*cuda.Context, len(gpus))
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return ctxs, err
+	}
+	for ord := range n {
+		dev, err := cuda.DeviceGet(ord)
+		if err != nil {
+			return ctxs, err
+		}
+		addr, err := dev.PCIBusID()
+		if err != nil {
+			return ctxs, err
+		}
+		for i, g := range gpus {
+			if g.Address != addr {
+				continue
+			}
+			if ctxs[i], err = dev.RetainPrimaryContext(); err != nil {
+				return ctxs, err
+			}
+		}
+	}
+	return ctxs, nil
+}
+
+// pattern fills b with bytes that differ from their neighbours, from zero and
+// from the pattern of any other pair, so that a stale, zeroed or misrouted
+// buffer never matches.
+func pattern(b []byte, seed byte) {
+	for i := range b {
+		b[i] = byte(i*131+i>>9) ^ seed ^ 0x5a
+	}
+}
+
+// firstDiff returns the first offset where a and b differ, -1 if none.
+func firstDiff(a, b []byte) int64 {
+	for i := range a {
+		if a[i] != b[i] {
+			return int64(i)
+		}
+	}
+	return -1
+}
+
+// probePair copies size bytes from src to dst over peer access, verifies them
+// on dst (a copy within dst, then to the host) and directly through the host,
+// and measures the bandwidth.
+func probePair(p *check.ProbePair, src, dst *cuda.Context, size uint64) (err error) {
+	ok, err := dst.Device().CanAccessPeer(src.Device())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	p.PeerAccess = true
+	if err := dst.EnablePeerAccess(src); err != nil {
+		return err
+	}
+	var frees []func() error
+	defer func() {
+		for _, f := range frees {
+			if ferr := f(); ferr != nil && err == nil {
+				err = ferr
+			}
+		}
+	}()
+	alloc := func(c *cuda.Context) (uint64, error) {
+		ptr, err := c.MemAlloc(size)
+		if err == nil {
+			frees = append(frees, func() error { return c.MemFree(ptr) })
+		}
+		return ptr, err
+	}
+	srcBuf, err := alloc(src)
+	if err != nil {
+		return err
+	}
+	dstBuf, err := alloc(dst)
+	if err != nil {
+		return err
+	}
+	ownerBuf, err := alloc(dst)
+	if err != nil {
+		return err
+	}
+	want := make([]byte, size)
+	pattern(want, byte(p.Src*16+p.Dst))
+	if err := src.MemcpyHtoD(srcBuf, want); err != nil {
+		return err
+	}
+	if err := dst.MemsetD8(dstBuf, 0, size); err != nil {
+		return err
+	}
+	if err := dst.Synchronize(); err != nil {
+		return err
+	}
+	start := time.Now()
+	for range repeats {
+		if err := cuda.MemcpyPeer(dst, dstBuf, src, srcBuf, size); err != nil {
+			return err
+		}
+	}
+	if err := dst.Synchronize(); err != nil {
+		return err
+	}
+	if d := time.Since(start); d > 0 {
+		p.BytesPerSecond = float64(size*repeats) / d.Seconds()
+	}
+	got := make([]byte, size)
+	if err := dst.MemcpyDtoH(got, dstBuf); err != nil {
+		return err
+	}
+	host := firstDiff(want, got)
+	p.HostVerified = host < 0
+	// The owner reads what arrived: a copy inside dst, then to the host.
+	if err := cuda.MemcpyPeer(dst, ownerBuf, dst, dstBuf, size); err != nil {
+		return err
+	}
+	if err := dst.Synchronize(); err != nil {
+		return err
+	}
+	clear(got)
+	if err := dst.MemcpyDtoH(got, ownerBuf); err != nil {
+		return err
+	}
+	owner := firstDiff(want, got)
+	p.Verified = owner < 0
+	switch {
+	case host >= 0:
+		p.Mismatch = host
+	case owner >= 0:
+		p.Mismatch = owner
+	}
+	return nil
+}

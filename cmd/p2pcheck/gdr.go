@@ -1,0 +1,33 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/p2pkit/p2pkit/check"
+)
+
+// newGdrCommand is "p2pcheck gdr": the report restricted to GDRCopy readiness.
+func newGdrCommand(o *globalOptions) *cobra.Command {
+	ro := &reportOptions{global: o, failOn: "fail", quick: true}
+	cmd := &cobra.Command{
+		Use:   "gdr",
+		Short: "Check GDRCopy readiness: gdrdrv module, /dev/gdrdrv, major, mode, version, params, flavour",
+		Long: `gdr runs the GDRCopy part of the report: the NVIDIA driver's version and flavour
+(open or proprietary, which gdrdrv must be built for) and gdrdrv itself: loaded,
+its major in /proc/devices, /dev/gdrdrv a character device with that major and mode
+0666, its version and build flavour from /proc/driver/gdrdrv/params.
+
+Exit codes are those of the report: 0 ready (warnings allowed), 1 a check failed,
+2 warnings with --fail-on=warn, 3 could not evaluate, 64 usage error.`,
+		Example: "  p2pcheck gdr\n  p2pcheck gdr --format json",
+		Args:    noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := ro.validate(); err != nil {
+				return err
+			}
+			return ro.report(check.GDRIDs)
+		},
+	}
+	cmd.Flags().StringVar(&ro.failOn, "fail-on", "fail", "lowest status that makes the exit code non-zero: fail, or warn (exit 2)")
+	return cmd
+}

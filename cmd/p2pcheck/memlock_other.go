@@ -1,0 +1,8 @@
+//go:build !linux
+
+package main
+
+import "github.com/p2pkit/p2pkit/check"
+
+// memlock returns nil: RLIMIT_MEMLOCK is only read on Linux.
+func memlock() *check.Rlimit { return nil }

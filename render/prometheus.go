@@ -1,0 +1,125 @@
+package render
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/p2pkit/p2pkit/check"
+)
+
+// StatusValue is the number a status takes in the p2pcheck_check_status and
+// p2pcheck_overall_status metrics: 0 pass, 1 warn, 2 fail, 3 skip, 4 error.
+func StatusValue(s check.Status) float64 {
+	switch s {
+	case check.Pass:
+		return 0
+	case check.Warn:
+		return 1
+	case check.Fail:
+		return 2
+	case check.Skip:
+		return 3
+	}
+	return 4
+}
+
+// PrometheusRegistry returns a registry holding the report as metrics for
+// node_exporter's textfile collector (field-checks.md §3.3), ready for
+// prometheus.WriteToTextfile, which writes atomically:
+//
+//   - p2pcheck_check_status{check,subject}: every check with subject "" and
+//     every finding that needs attention with its subject
+//   - p2pcheck_overall_status, p2pcheck_exit_code
+//   - p2pcheck_pcie_link_width{bdf,kind,state} and
+//     p2pcheck_pcie_link_generation{bdf,kind,state}, state "current" or "max"
+//   - p2pcheck_bar1_total_bytes{gpu,bdf}, p2pcheck_bar1_used_bytes{gpu,bdf}
+//   - p2pcheck_p2p_bandwidth_bytes_per_second{src_gpu,dst_gpu,engine} and
+//     p2pcheck_p2p_data_verified{src_gpu,dst_gpu} from --probe
+//   - p2pcheck_last_run_timestamp_seconds, p2pcheck_run_duration_seconds
+//   - p2pcheck_build_info{version,driver,cuda} 1
+//
+// Status values are those of StatusValue. No sample carries a timestamp: the
+// textfile collector rejects them.
+func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(g)
+		return g
+	}
+	status := gauge("p2pcheck_check_status", "Status of a p2pcheck check (0 pass, 1 warn, 2 fail, 3 skip, 4 error); subject \"\" is the whole check.", "check", "subject")
+	for _, c := range r.Checks {
+		status.WithLabelValues(c.ID, "").Set(StatusValue(c.Status))
+		seen := map[string]float64{}
+		for _, f := range c.Findings {
+			if f.Status == check.Pass {
+				continue
+			}
+			if v, ok := seen[f.Subject]; ok && v >= StatusValue(f.Status) {
+				continue
+			}
+			seen[f.Subject] = StatusValue(f.Status)
+			status.WithLabelValues(c.ID, f.Subject).Set(StatusValue(f.Status))
+		}
+	}
+	gauge("p2pcheck_overall_status", "Overall node status (0 pass, 1 warn, 2 fail, 4 error).").WithLabelValues().Set(StatusValue(r.Overall))
+	gauge("p2pcheck_exit_code", "Exit code of the p2pcheck run that wrote this file.").WithLabelValues().Set(float64(r.ExitCode))
+
+	width := gauge("p2pcheck_pcie_link_width", "PCIe link width in lanes of a device of interest.", "bdf", "kind", "state")
+	gen := gauge("p2pcheck_pcie_link_generation", "PCIe link generation (1 = 2.5 GT/s ... 6 = 64 GT/s) of a device of interest.", "bdf", "kind", "state")
+	bar1 := gauge("p2pcheck_bar1_total_bytes", "Size of an NVIDIA GPU's BAR1 aperture in bytes (NVML, else sysfs).", "gpu", "bdf")
+	bar1Used := gauge("p2pcheck_bar1_used_bytes", "BAR1 bytes in use on an NVIDIA GPU (NVML).", "gpu", "bdf")
+	for _, d := range r.Devices {
+		bdf := d.BDF.String()
+		if l := d.Link; l != nil {
+			set := func(g *prometheus.GaugeVec, state string, v int) {
+				if v > 0 {
+					g.WithLabelValues(bdf, d.Kind, state).Set(float64(v))
+				}
+			}
+			set(width, "current", l.CurrentWidth)
+			set(width, "max", l.MaxWidth)
+			set(gen, "current", l.CurrentGen)
+			set(gen, "max", l.MaxGen)
+		}
+		if d.Index == nil {
+			continue
+		}
+		idx := strconv.Itoa(*d.Index)
+		switch {
+		case d.BAR1Total != nil:
+			bar1.WithLabelValues(idx, bdf).Set(float64(*d.BAR1Total))
+		case d.BAR1Bytes != nil:
+			bar1.WithLabelValues(idx, bdf).Set(float64(*d.BAR1Bytes))
+		}
+		if d.BAR1Used != nil {
+			bar1Used.WithLabelValues(idx, bdf).Set(float64(*d.BAR1Used))
+		}
+	}
+	if p := r.Probe; p != nil {
+		bw := gauge("p2pcheck_p2p_bandwidth_bytes_per_second", "Peer-to-peer copy bandwidth measured by --probe.", "src_gpu", "dst_gpu", "engine")
+		ok := gauge("p2pcheck_p2p_data_verified", "1 when --probe found the copied pattern intact, 0 when not.", "src_gpu", "dst_gpu")
+		for _, pp := range p.Pairs {
+			if !pp.PeerAccess || pp.Err != "" {
+				continue
+			}
+			src, dst := strconv.Itoa(pp.Src), strconv.Itoa(pp.Dst)
+			bw.WithLabelValues(src, dst, "ce").Set(pp.BytesPerSecond)
+			ok.WithLabelValues(src, dst).Set(boolFloat(pp.Verified && pp.HostVerified))
+		}
+	}
+	gauge("p2pcheck_last_run_timestamp_seconds", "Unix time the p2pcheck run started.").WithLabelValues().Set(float64(r.Timestamp.Unix()))
+	gauge("p2pcheck_run_duration_seconds", "How long the p2pcheck run took.").WithLabelValues().Set(duration.Seconds())
+	gauge("p2pcheck_build_info", "p2pcheck version and the NVIDIA driver and CUDA versions it saw; always 1.", "version", "driver", "cuda").
+		WithLabelValues(r.ToolVersion, r.Environment.Driver, r.Environment.CUDA).Set(1)
+	return reg, nil
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
