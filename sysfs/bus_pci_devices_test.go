@@ -263,6 +263,32 @@ func TestPCIRecordsBadFunction(t *testing.T) {
 	}
 }
 
+// TestPCIRecordsLinksInside checks that links which stay inside a function's
+// directory are followed, for files and directories alike, on both kinds of root (on
+// Linux the directory root hands them from its descriptor path to os.Root).
+func TestPCIRecordsLinksInside(t *testing.T) {
+	d := "sys/devices/pci0000:00/0000:00:06.0/"
+	dirFS, memFS := openBoth(t, gpuEntries("0000:00:06.0",
+		file(d+"real/revision", "0xa1\n"),
+		symlink(d+"revision", "real/revision"),
+		file(d+"pool/size", "4096\n"),
+		file(d+"pool/available", "0\n"),
+		file(d+"pool/published", "1\n"),
+		symlink(d+"p2pmem", "pool"),
+	))
+	for kind, fsys := range map[string]FS{"dir": dirFS, "snapshot": memFS} {
+		recs, err := fsys.PCIRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := recs[0]
+		want := &pcie.P2PMem{Size: 4096, Published: true}
+		if r.Err != nil || r.Revision != 0xa1 || !cmp.Equal(r.P2PMem, want) {
+			t.Errorf("%s: revision %#x, p2pmem %+v, err %v; want 0xa1, %+v", kind, r.Revision, r.P2PMem, r.Err, want)
+		}
+	}
+}
+
 // TestPCIRecordsUnprivilegedConfig reads a config file cut at 64 bytes, as the kernel
 // serves it to a reader without CAP_SYS_ADMIN.
 func TestPCIRecordsUnprivilegedConfig(t *testing.T) {
