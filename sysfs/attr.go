@@ -19,7 +19,11 @@ func attrString(b []byte) string { return string(bytes.TrimSpace(b)) }
 // parseHex parses a "0x%04x"-style value (vendor, device, subsystem_vendor,
 // subsystem_device, revision, class) that must fit in bitSize bits.
 func parseHex(b []byte, bitSize int) (uint64, error) {
-	s := attrString(b)
+	return hexValue(attrString(b), bitSize)
+}
+
+// hexValue parses "0x" followed by hexadecimal digits that fit in bitSize bits.
+func hexValue(s string, bitSize int) (uint64, error) {
 	digits, ok := strings.CutPrefix(s, "0x")
 	if !ok || digits == "" || digits[0] == '+' || digits[0] == '-' {
 		return 0, fmt.Errorf("want 0x-prefixed hex, got %q", s)
@@ -137,7 +141,7 @@ func parseResource(b []byte) ([]pcie.Resource, error) {
 		var v [3]uint64
 		for j, s := range f {
 			var err error
-			if v[j], err = parseHex([]byte(s), 64); err != nil {
+			if v[j], err = hexValue(s, 64); err != nil {
 				return nil, fmt.Errorf("resource line %d: %w", i, err)
 			}
 		}

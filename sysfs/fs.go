@@ -174,16 +174,16 @@ func (fsys FS) readFile(name string, limit int) ([]byte, error) {
 // readBounded reads name from t into buf, which is one byte longer than the largest
 // acceptable file. Errors name prefix/name.
 func readBounded(t tree, name, prefix string, buf []byte, toEOF bool) ([]byte, error) {
-	full := name
-	if prefix != "" {
-		full = prefix + "/" + name
-	}
 	n, err := t.readFile(name, buf, toEOF)
-	if err != nil {
-		return nil, pathErr("read", full, err)
+	if err == nil && n == len(buf) {
+		err = fmt.Errorf("%w (%d bytes)", errTooLarge, len(buf)-1)
 	}
-	if n == len(buf) {
-		return nil, pathErr("read", full, fmt.Errorf("%w (%d bytes)", errTooLarge, len(buf)-1))
+	if err != nil {
+		full := name
+		if prefix != "" {
+			full = prefix + "/" + name
+		}
+		return nil, pathErr("read", full, err)
 	}
 	return buf[:n], nil
 }
