@@ -41,10 +41,33 @@ func machines() []string {
 	return out
 }
 
-// loadMachine reads a named fixture (written to a temporary root) or capture,
-// without pci.ids names so that results do not depend on the host.
+// fixtureRoot holds the fixture trees the tests write, once per run.
+var fixtureRoot string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "check-fixtures-")
+	if err != nil {
+		panic(err)
+	}
+	fixtureRoot = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// loaded caches machines by name; tests copy the Node before changing it.
+var loaded = map[string]*node.Node{}
+
+// loadMachine reads a named fixture (written below fixtureRoot) or capture,
+// without pci.ids names so that results do not depend on the host. The result
+// is a copy the caller may change.
 func loadMachine(t *testing.T, name string) *node.Node {
 	t.Helper()
+	if n, ok := loaded[name]; ok {
+		c := *n
+		return &c
+	}
 	var fsys sysfs.FS
 	var err error
 	if path, ok := captures[name]; ok {
@@ -57,7 +80,7 @@ func loadMachine(t *testing.T, name string) *node.Node {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
+		dir := filepath.Join(fixtureRoot, name)
 		if err := m.Write(dir); err != nil {
 			t.Fatal(err)
 		}
@@ -69,12 +92,14 @@ func loadMachine(t *testing.T, name string) *node.Node {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { fsys.Close() })
+	defer fsys.Close()
 	n, err := node.Load(fsys, node.Options{NoNames: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	loaded[name] = n
+	c := *n
+	return &c
 }
 
 // testMeta is the fixed metadata of golden reports.

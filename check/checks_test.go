@@ -1,0 +1,293 @@
+package check_test
+
+import (
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/internal/gpu"
+	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/sysfs"
+)
+
+// run1 runs one check on facts.
+func run1(t *testing.T, f *check.Facts, id string) check.Result {
+	t.Helper()
+	res, err := check.Run(f, []string{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].ID != id {
+		t.Fatalf("Run(%s) = %d results", id, len(res))
+	}
+	return res[0]
+}
+
+// outcome is what the table tests compare: status and the first remediation.
+type outcome struct {
+	Status  check.Status
+	Summary string // a substring of the summary
+	Fix     string // a substring of the first remediation, "" for none
+}
+
+func compare(t *testing.T, want outcome, r check.Result) {
+	t.Helper()
+	got := outcome{Status: r.Status, Summary: want.Summary, Fix: want.Fix}
+	if !strings.Contains(r.Summary, want.Summary) {
+		got.Summary = r.Summary
+	}
+	switch {
+	case want.Fix == "" && len(r.Remediation) > 0:
+		got.Fix = r.Remediation[0]
+	case want.Fix != "" && (len(r.Remediation) == 0 || !strings.Contains(r.Remediation[0], want.Fix)):
+		got.Fix = strings.Join(r.Remediation, " | ")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", r.ID, diff)
+	}
+}
+
+func charDev(major uint32, perm fs.FileMode) *sysfs.DevNode {
+	return &sysfs.DevNode{Mode: fs.ModeDevice | fs.ModeCharDevice | perm, Major: major, NumberKnown: true}
+}
+
+func TestGdrdrv(t *testing.T) {
+	loaded := []sysfs.Module{{Name: "nvidia"}, {Name: "gdrdrv"}}
+	devs := []sysfs.CharDevice{{Major: 195, Name: "nvidia"}, {Major: 235, Name: "gdrdrv"}}
+	open := map[string]string{"Version": "2.5", "Built for NVIDIA driver flavor": "opensource"}
+	for _, tt := range []struct {
+		name   string
+		change func(p *sysfs.Platform)
+		want   outcome
+	}{
+		{"ready", func(p *sysfs.Platform) {}, outcome{check.Pass, "gdrdrv ready (2.5, opensource)", ""}},
+		{"not loaded", func(p *sysfs.Platform) {
+			p.Modules, p.CharDevices, p.GDRDrvNode = p.Modules[:1], p.CharDevices[:1], nil
+		},
+			outcome{check.Fail, "gdrdrv is not loaded", "systemctl start gdrcopy"}},
+		{"no node", func(p *sysfs.Platform) { p.GDRDrvNode = nil },
+			outcome{check.Fail, "/dev/gdrdrv is missing", "mknod -m 666 /dev/gdrdrv c 235 0"}},
+		{"stale major", func(p *sysfs.Platform) { p.GDRDrvNode = charDev(240, 0o666) },
+			outcome{check.Fail, "stale major", "mknod -m 666 /dev/gdrdrv c 235 0"}},
+		{"regular file", func(p *sysfs.Platform) { p.GDRDrvNode = &sysfs.DevNode{Mode: 0o666} },
+			outcome{check.Fail, "not a character device", "mknod"}},
+		{"root only", func(p *sysfs.Platform) { p.GDRDrvNode = charDev(235, 0o600) },
+			outcome{check.Warn, "mode 0600", "chmod 666 /dev/gdrdrv"}},
+		{"flavour mismatch", func(p *sysfs.Platform) {
+			p.GDRDrvParams = map[string]string{"Version": "2.5", "Built for NVIDIA driver flavor": "proprietary"}
+		},
+			outcome{check.Fail, "built for the proprietary NVIDIA driver but the opensource one", "rebuild gdrdrv"}},
+		{"no params", func(p *sysfs.Platform) { p.GDRDrvParams = nil }, outcome{check.Pass, "older than 2.5", ""}},
+		{"unreadable", func(p *sysfs.Platform) { p.Modules, p.CharDevices, p.GDRDrvNode = nil, nil, nil },
+			outcome{check.Skip, "unreadable", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := loadMachine(t, "degraded-link")
+			n.Platform.Modules, n.Platform.CharDevices = loaded, devs
+			n.Platform.GDRDrvNode, n.Platform.GDRDrvParams = charDev(235, 0o666), open
+			tt.change(&n.Platform)
+			compare(t, tt.want, run1(t, check.NewFacts(n, check.Inputs{}), "gdrdrv"))
+		})
+	}
+	t.Run("no NVIDIA GPU", func(t *testing.T) {
+		compare(t, outcome{check.Skip, "no NVIDIA GPU", ""}, run1(t, check.NewFacts(loadMachine(t, "sriov-nic"), check.Inputs{}), "gdrdrv"))
+	})
+}
+
+func TestNCCLEnv(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   check.Inputs
+		want outcome
+	}{
+		{"snapshot", check.Inputs{}, outcome{check.Skip, "no environment", ""}},
+		{"clean", check.Inputs{NCCLEnv: map[string]string{"NCCL_DEBUG": "INFO"}}, outcome{check.Pass, "no NCCL setting disables", ""}},
+		{"p2p disabled", check.Inputs{NCCLEnv: map[string]string{"NCCL_P2P_DISABLE": "1"}}, outcome{check.Warn, "NCCL_P2P_DISABLE=1", "unset NCCL_P2P_DISABLE"}},
+		{"conf gdr level", check.Inputs{NCCLConf: check.ParseNCCLConf("/etc/nccl.conf", []byte("# site\nNCCL_NET_GDR_LEVEL=LOC\n"))},
+			outcome{check.Warn, "NCCL_NET_GDR_LEVEL=LOC", "remove NCCL_NET_GDR_LEVEL from /etc/nccl.conf"}},
+		{"env overrides conf", check.Inputs{NCCLEnv: map[string]string{"NCCL_DMABUF_ENABLE": "1"},
+			NCCLConf: check.ParseNCCLConf("/etc/nccl.conf", []byte("NCCL_DMABUF_ENABLE=0\n"))}, outcome{check.Pass, "no NCCL setting disables", ""}},
+		{"p2p level loc", check.Inputs{NCCLEnv: map[string]string{"NCCL_P2P_LEVEL": "loc"}}, outcome{check.Warn, "NCCL_P2P_LEVEL=loc", "unset NCCL_P2P_LEVEL"}},
+		{"p2p level sys", check.Inputs{NCCLEnv: map[string]string{"NCCL_P2P_LEVEL": "SYS"}}, outcome{check.Pass, "no NCCL setting disables", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			compare(t, tt.want, run1(t, check.NewFacts(loadMachine(t, "degraded-link"), tt.in), "nccl_env"))
+		})
+	}
+}
+
+func TestParseNCCLConf(t *testing.T) {
+	got := check.ParseNCCLConf("/etc/nccl.conf", []byte("# comment\n\nNCCL_IB_HCA = mlx5_0\nnot a setting\nNCCL_SOCKET_IFNAME=eth0=x\n=1\n"))
+	want := &check.NCCLConf{Path: "/etc/nccl.conf", Vars: map[string]string{"NCCL_IB_HCA": "mlx5_0", "NCCL_SOCKET_IFNAME": "eth0=x"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseNCCLConf (-want +got):\n%s", diff)
+	}
+}
+
+func TestMemlock(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		lim  *check.Rlimit
+		want outcome
+	}{
+		{"unknown", nil, outcome{check.Skip, "unknown for a snapshot", ""}},
+		{"unlimited", &check.Rlimit{Soft: check.Unlimited, Hard: check.Unlimited}, outcome{check.Pass, "unlimited", ""}},
+		{"64 GiB", &check.Rlimit{Soft: 64 << 30, Hard: 64 << 30}, outcome{check.Pass, "64 GiB", ""}},
+		{"8 MiB", &check.Rlimit{Soft: 8 << 20, Hard: check.Unlimited}, outcome{check.Warn, "8 MiB is too low", "memlock unlimited"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			compare(t, tt.want, run1(t, check.NewFacts(loadMachine(t, "degraded-link"), check.Inputs{Memlock: tt.lim}), "memlock_limit"))
+		})
+	}
+}
+
+// withGPUFacts gives the degraded-link machine's two GPUs NVML facts.
+func withGPUFacts(n *node.Node, change func(*gpu.Facts)) *node.Node {
+	a0, a1 := addr("0000:03:00.0"), addr("0000:04:00.0")
+	ok := gpu.P2POK
+	total, used, fb := uint64(128<<30), uint64(2<<20), uint64(80<<30)
+	f := &gpu.Facts{
+		DriverVersion: "570.133.20", CUDADriverVersion: 12080,
+		ConfCompute: &gpu.ConfCompute{Supported: true, Environment: "prod"},
+		GPUs: []gpu.GPU{
+			{Index: 0, UUID: "GPU-0", Address: &a0, BAR1Total: &total, BAR1Used: &used, MemoryTotal: &fb},
+			{Index: 1, UUID: "GPU-1", Address: &a1, BAR1Total: &total, BAR1Used: &used, MemoryTotal: &fb},
+		},
+		Pairs: []gpu.Pair{{A: 0, B: 1, P2P: gpu.P2PCaps{Read: &ok, Write: &ok}}, {A: 1, B: 0, P2P: gpu.P2PCaps{Read: &ok, Write: &ok}}},
+	}
+	change(f)
+	n.GPU = f
+	return n
+}
+
+func TestNVMLChecks(t *testing.T) {
+	cns := gpu.P2PChipsetNotSupported
+	for _, tt := range []struct {
+		name   string
+		id     string
+		change func(*gpu.Facts)
+		want   outcome
+	}{
+		{"cc off", "confidential_computing", func(*gpu.Facts) {}, outcome{check.Pass, "confidential computing is off", ""}},
+		{"cc on", "confidential_computing", func(f *gpu.Facts) { f.ConfCompute.Enabled = true }, outcome{check.Warn, "confidential computing is on", "CC mode off"}},
+		{"cc unsupported", "confidential_computing", func(f *gpu.Facts) { f.ConfCompute = &gpu.ConfCompute{} }, outcome{check.Pass, "not supported", ""}},
+		{"p2p ok", "nvml_p2p_status", func(*gpu.Facts) {}, outcome{check.Pass, "allows P2P for all 2 ordered GPU pairs", ""}},
+		{"p2p cns", "nvml_p2p_status", func(f *gpu.Facts) { f.Pairs[1].P2P.Read = &cns }, outcome{check.Warn, "refuses P2P for 1 ordered pair", "acs_path"}},
+		{"bar1 full", "bar_sizes", func(f *gpu.Facts) { u := uint64(127 << 30); f.GPUs[0].BAR1Used = &u }, outcome{check.Warn, "BAR1 problem on 1 of 2", ""}},
+		{"bar1 small", "bar_sizes", func(f *gpu.Facts) { fb := uint64(192 << 30); f.GPUs[1].MemoryTotal = &fb }, outcome{check.Warn, "BAR1 problem on 1 of 2", ""}},
+		{"bar1 ok", "bar_sizes", func(*gpu.Facts) {}, outcome{check.Pass, "BAR1 of 2 GPU(s) assigned", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := withGPUFacts(loadMachine(t, "degraded-link"), tt.change)
+			compare(t, tt.want, run1(t, check.NewFacts(n, check.Inputs{}), tt.id))
+		})
+	}
+	t.Run("no NVML", func(t *testing.T) {
+		f := check.NewFacts(loadMachine(t, "degraded-link"), check.Inputs{NoNVML: "--quick does not query NVML"})
+		for _, id := range []string{"confidential_computing", "nvml_p2p_status"} {
+			compare(t, outcome{check.Skip, "NVML not available: --quick does not query NVML", ""}, run1(t, f, id))
+		}
+	})
+}
+
+func TestDataIntegrity(t *testing.T) {
+	a0, a1 := addr("0000:03:00.0"), addr("0000:04:00.0")
+	good := func(src, dst int) check.ProbePair {
+		p := check.ProbePair{Src: src, Dst: dst, SrcBDF: a0, DstBDF: a1, PeerAccess: true, Verified: true, HostVerified: true, Mismatch: -1, BytesPerSecond: 48e9}
+		if src == 1 {
+			p.SrcBDF, p.DstBDF = a1, a0
+		}
+		return p
+	}
+	corrupt := good(1, 0)
+	corrupt.Verified, corrupt.HostVerified, corrupt.Mismatch = false, false, 4096
+	failed := good(1, 0)
+	failed.Err = "cuda: cuMemcpyPeer: CUDA_ERROR_ILLEGAL_ADDRESS (700)"
+	noPeer := check.ProbePair{Src: 1, Dst: 0, SrcBDF: a1, DstBDF: a0, Mismatch: -1}
+	for _, tt := range []struct {
+		name  string
+		probe *check.ProbeReport
+		want  outcome
+	}{
+		{"not asked", nil, outcome{check.Skip, "pass --probe", ""}},
+		{"no cuda", &check.ProbeReport{Skipped: "built without CUDA support (cgo disabled)"}, outcome{check.Skip, "cgo disabled", ""}},
+		{"verified", &check.ProbeReport{Size: 64 << 20, Pairs: []check.ProbePair{good(0, 1), good(1, 0)}}, outcome{check.Pass, "verified on 2 pair(s)", ""}},
+		{"corrupt", &check.ProbeReport{Size: 64 << 20, Pairs: []check.ProbePair{good(0, 1), corrupt}}, outcome{check.Fail, "corrupt data on 1 pair(s)", "NCCL_P2P_DISABLE=1"}},
+		{"cuda error", &check.ProbeReport{Size: 64 << 20, Pairs: []check.ProbePair{good(0, 1), failed}}, outcome{check.Error, "failed on 1 pair(s)", ""}},
+		{"one without peer", &check.ProbeReport{Size: 64 << 20, Pairs: []check.ProbePair{good(0, 1), noPeer}}, outcome{check.Pass, "1 pair(s) without peer access", ""}},
+		{"none with peer", &check.ProbeReport{Size: 64 << 20, Pairs: []check.ProbePair{noPeer}}, outcome{check.Skip, "no GPU pair has peer access", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			compare(t, tt.want, run1(t, check.NewFacts(loadMachine(t, "degraded-link"), check.Inputs{Probe: tt.probe}), "p2p_data_integrity"))
+		})
+	}
+}
+
+func TestOverallAndExitCode(t *testing.T) {
+	r := func(ss ...check.Status) []check.Result {
+		var out []check.Result
+		for i, s := range ss {
+			out = append(out, check.Result{ID: string(rune('a' + i)), Status: s})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name       string
+		results    []check.Result
+		overall    check.Status
+		first      string
+		exit, warn int // exit code, and with --fail-on=warn
+	}{
+		{"empty", nil, check.Pass, "", 0, 0},
+		{"skips only", r(check.Skip, check.Skip), check.Pass, "", 0, 0},
+		{"warn", r(check.Pass, check.Warn, check.Skip), check.Warn, "b", 0, 2},
+		{"fail beats warn", r(check.Warn, check.Fail), check.Fail, "b", 1, 1},
+		{"error", r(check.Warn, check.Error), check.Error, "b", 3, 3},
+		{"fail beats error", r(check.Error, check.Fail), check.Fail, "b", 1, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := check.Overall(tt.results)
+			first := ""
+			if f := check.First(tt.results); f != nil {
+				first = f.ID
+			}
+			got := []any{o, first, check.ExitCode(o, false), check.ExitCode(o, true)}
+			if diff := cmp.Diff([]any{tt.overall, tt.first, tt.exit, tt.warn}, got); diff != "" {
+				t.Errorf("overall, first, exit codes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRunSelection(t *testing.T) {
+	f := check.NewFacts(loadMachine(t, "degraded-link"), check.Inputs{})
+	res, err := check.Run(f, []string{"gdrdrv", "acs_path"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range res {
+		ids = append(ids, r.ID)
+	}
+	if diff := cmp.Diff([]string{"acs_path", "gdrdrv"}, ids); diff != "" {
+		t.Errorf("Run keeps catalogue order (-want +got):\n%s", diff)
+	}
+	if _, err := check.Run(f, []string{"acs"}); err == nil || !strings.Contains(err.Error(), "acs_path") {
+		t.Errorf("Run(unknown) error = %v, want one listing the valid ids", err)
+	}
+	if got := len(check.IDs()); got != len(check.Catalogue()) || got < 18 {
+		t.Errorf("catalogue has %d checks", got)
+	}
+}
+
+func addr(s string) pcie.Address {
+	a, err := pcie.ParseAddress(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
