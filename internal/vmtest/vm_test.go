@@ -80,15 +80,15 @@ func TestTopologies(t *testing.T) {
 				if topo.hasVFs() && kname == KernelDebian && k.PFStub == "" {
 					SkipOrFail(t, "SR-IOV on Debian's kernel needs its pci-pf-stub.ko: rerun scripts/fetch-kernel.sh (or set P2PKIT_DEBIAN_PFSTUB)")
 				}
-				secs = checkTopology(t, e, topo, k, run)
+				checkTopology(t, e, topo, k, run, &secs)
 			})
 		}
 	}
 }
 
-// checkTopology boots topo on k, keeps the captures and runs every check. It returns
-// the guest's wall time in seconds.
-func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string) float64 {
+// checkTopology boots topo on k, keeps the captures and runs every check. It sets
+// *secs to the guest's wall time as soon as the guest is down.
+func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, secs *float64) {
 	captures := []Capture{}
 	if e.bin.P2PCheckErr == nil {
 		captures = append(captures,
@@ -107,13 +107,13 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string) f
 	boot := Boot{Topology: topo, Kernel: k, Busybox: e.busybox, QEMU: e.qemu, Bin: e.bin,
 		Captures: captures, MemMiB: guestMemMiB, SMP: guestSMP, Timeout: guestTimeout, WorkDir: t.TempDir()}
 	res, err := boot.Run(context.Background())
-	secs := res.Duration.Seconds()
+	*secs = res.Duration.Seconds()
 	if err != nil {
 		t.Logf("qemu: %s", strings.Join(res.Cmdline, " "))
 		t.Fatalf("boot: %v\nconsole tail:\n%s", err, tail(res.Raw, 4000))
 	}
 	sec := res.Console.Sections
-	t.Logf("%s booted %s in %.1fs", k.Name, strings.TrimSpace(string(sec["uname"].Data)), secs)
+	t.Logf("%s booted %s in %.1fs", k.Name, strings.TrimSpace(string(sec["uname"].Data)), *secs)
 	if s, ok := sec["setup"]; ok && s.Status != 0 {
 		t.Fatalf("guest setup failed (status %d):\n%s", s.Status, s.Data)
 	}
@@ -186,7 +186,6 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string) f
 			}
 		})
 	}
-	return secs
 }
 
 // keep writes the run's captures to testdata/vm/<run>/ under -update; otherwise it
