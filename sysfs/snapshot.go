@@ -77,12 +77,12 @@ func readSnapshot(r io.Reader, lim snapshotLimits) (FS, error) {
 		if members > lim.members {
 			return FS{}, fmt.Errorf("sysfs: snapshot: more than %d members", lim.members)
 		}
-		bad := func(format string, a ...any) error {
-			return fmt.Errorf("sysfs: snapshot: member %q: %s", hdr.Name, fmt.Sprintf(format, a...))
+		bad := func(err error) error {
+			return fmt.Errorf("sysfs: snapshot: member %q: %w", hdr.Name, err)
 		}
 		name, err := memberName(hdr.Name)
 		if err != nil {
-			return FS{}, bad("%v", err)
+			return FS{}, bad(err)
 		}
 		n := &memNode{mode: fs.FileMode(hdr.Mode) & fs.ModePerm}
 		switch hdr.Typeflag {
@@ -91,19 +91,19 @@ func readSnapshot(r io.Reader, lim snapshotLimits) (FS, error) {
 			n.children = map[string]*memNode{}
 		case tar.TypeReg:
 			if hdr.Size < 0 || hdr.Size > lim.memberSize {
-				return FS{}, bad("size %d is over the limit of %d bytes", hdr.Size, lim.memberSize)
+				return FS{}, bad(fmt.Errorf("size %d is over the limit of %d bytes", hdr.Size, lim.memberSize))
 			}
 			total += hdr.Size
 			if total > lim.total {
-				return FS{}, bad("snapshot holds more than %d bytes", lim.total)
+				return FS{}, bad(fmt.Errorf("snapshot holds more than %d bytes", lim.total))
 			}
 			n.data = make([]byte, hdr.Size)
 			if _, err := io.ReadFull(tr, n.data); err != nil {
-				return FS{}, bad("%v", err)
+				return FS{}, bad(err)
 			}
 		case tar.TypeSymlink:
 			if hdr.Linkname == "" {
-				return FS{}, bad("link without a target")
+				return FS{}, bad(errors.New("link without a target"))
 			}
 			n.mode |= fs.ModeSymlink
 			n.target = hdr.Linkname
@@ -113,14 +113,14 @@ func readSnapshot(r io.Reader, lim snapshotLimits) (FS, error) {
 				n.mode |= fs.ModeCharDevice
 			}
 			if hdr.Devmajor < 0 || hdr.Devmajor > 0xfff || hdr.Devminor < 0 || hdr.Devminor > 0xfffff {
-				return FS{}, bad("device number %d:%d out of range", hdr.Devmajor, hdr.Devminor)
+				return FS{}, bad(fmt.Errorf("device number %d:%d out of range", hdr.Devmajor, hdr.Devminor))
 			}
 			n.major, n.minor = uint32(hdr.Devmajor), uint32(hdr.Devminor)
 		default:
-			return FS{}, bad("unsupported member type %q", hdr.Typeflag)
+			return FS{}, bad(fmt.Errorf("unsupported member type %q", hdr.Typeflag))
 		}
 		if err := insert(root, name, n); err != nil {
-			return FS{}, bad("%v", err)
+			return FS{}, bad(err)
 		}
 	}
 	return FS{t: memTree{root: root}}, nil
