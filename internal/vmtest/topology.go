@@ -139,9 +139,10 @@ type placed struct {
 	sub    uint8  // subordinate bus of a bridge
 }
 
-// layout places the tree without changing it: it assigns QEMU ids and the guest's bus numbers: SeaBIOS numbers each root
-// bus's bridges depth first in devfn order (secondary = next free bus, subordinate =
-// the last bus below), and Linux keeps that assignment.
+// layout places the tree without changing it. It assigns QEMU ids (model name and a
+// counter) and the guest's bus numbers: SeaBIOS numbers each root bus's bridges depth
+// first in devfn order (secondary = next free bus, subordinate = the last bus below),
+// and Linux keeps that assignment.
 func (t *Topology) layout() []*placed {
 	var out []*placed
 	counter := map[Kind]int{}
@@ -149,7 +150,14 @@ func (t *Topology) layout() []*placed {
 	walk = func(nodes []*Node, bus uint8, hb, qbus string, parent *placed, next *uint8) {
 		for _, n := range sortedNodes(nodes) {
 			counter[n.Kind]++
-			p := &placed{n: n, id: fmt.Sprintf("%s%d", strings.ReplaceAll(kinds[n.Kind].model, "-", ""), counter[n.Kind]), addr: pcie.Address{Bus: bus, Device: n.Slot, Function: n.Func}, hb: hb, qbus: qbus, parent: parent}
+			p := &placed{
+				n:      n,
+				id:     fmt.Sprintf("%s%d", strings.ReplaceAll(kinds[n.Kind].model, "-", ""), counter[n.Kind]),
+				addr:   pcie.Address{Bus: bus, Device: n.Slot, Function: n.Func},
+				hb:     hb,
+				qbus:   qbus,
+				parent: parent,
+			}
 			out = append(out, p)
 			if kinds[n.Kind].bridge {
 				*next++
@@ -171,6 +179,7 @@ func (t *Topology) layout() []*placed {
 	return out
 }
 
+// sortedNodes returns nodes in devfn order, the order firmware scans a bus in.
 func sortedNodes(nodes []*Node) []*Node {
 	s := slices.Clone(nodes)
 	slices.SortStableFunc(s, func(a, b *Node) int {
@@ -242,24 +251,28 @@ func (t *Topology) QEMUArgs(dir string, memMiB, smp int) []string {
 	if t.IOMMU {
 		args = append(args, "-device", "intel-iommu,intremap=on")
 	}
+	placedNodes := t.layout()
 	subsys := map[string]bool{}
-	for _, p := range t.layout() {
+	for _, p := range placedNodes {
 		if p.n.Subsys != "" && !subsys[p.n.Subsys] {
 			subsys[p.n.Subsys] = true
 			args = append(args, "-device", fmt.Sprintf("nvme-subsys,id=%s,nqn=p2pkit-%s", p.n.Subsys, p.n.Subsys))
 		}
 	}
-	chassis := 0
-	placedNodes := t.layout()
-	slots := map[string]int{} // functions per (parent bus, slot): multifunction when > 1
-	for _, p := range placedNodes {
-		slots[p.qbus+fmt.Sprint(p.n.Slot)]++
+	type slotKey struct {
+		bus  string
+		slot uint8
 	}
+	slots := map[slotKey]int{} // functions per slot: multifunction when > 1
+	for _, p := range placedNodes {
+		slots[slotKey{p.qbus, p.n.Slot}]++
+	}
+	chassis := 0
 	for _, p := range placedNodes {
 		k := kinds[p.n.Kind]
 		dev := []string{k.model, "id=" + p.id, "bus=" + p.qbus,
 			fmt.Sprintf("addr=%02x.%x", p.n.Slot, p.n.Func)}
-		if p.n.Func == 0 && slots[p.qbus+fmt.Sprint(p.n.Slot)] > 1 {
+		if p.n.Func == 0 && slots[slotKey{p.qbus, p.n.Slot}] > 1 {
 			dev = append(dev, "multifunction=on")
 		}
 		if k.chassis {
