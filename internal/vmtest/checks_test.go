@@ -10,6 +10,13 @@ import (
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
+// Guest size: small enough for two shared cores, large enough for a 64 MiB CMB's
+// ZONE_DEVICE memory map.
+const (
+	guestMemMiB = 512
+	guestSMP    = 1
+)
+
 // The checks below run in the VM tier on fresh captures (vm_test.go) and in the unit
 // tier on the captures kept under testdata/vm (kept_test.go).
 

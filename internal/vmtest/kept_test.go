@@ -52,6 +52,14 @@ func TestKeptCaptures(t *testing.T) {
 				}
 				return b, true
 			}
+			// The capture must come from the entry as it is now.
+			meta, _ := read("meta.txt")
+			args := strings.Join(append([]string{"-append", strings.Join(topo.Cmdline(k), " ")},
+				topo.QEMUArgs("$WORK", guestMemMiB, guestSMP)...), " ")
+			if !strings.Contains(string(meta), args) {
+				t.Errorf("meta.txt was captured with other QEMU arguments than the entry's now:\n%s\nwant\n%s\n"+
+					"(rerun the tier with P2PKIT_VM_UPDATE=1)", meta, args)
+			}
 			b, ok := read("pci.txt")
 			if !ok {
 				t.Fatal("pci.txt missing")
