@@ -86,9 +86,17 @@ const (
 // kernel takes the IDs from the PF's SR-IOV capability instead (drivers/pci/iov.c
 // pci_iov_add_virtfn). NewTopology fills them from the sysfs attributes.
 func ParseConfig(b []byte) (*Config, error) {
-	if len(b) < ConfigHeaderSize {
-		return nil, fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidConfig, len(b), ConfigHeaderSize)
+	return parseSpace(&space{b: b})
+}
+
+func parseSpace(s *space) (*Config, error) {
+	if !s.has(0, ConfigHeaderSize) {
+		if s.err != nil {
+			return nil, s.err
+		}
+		return nil, fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidConfig, len(s.b), ConfigHeaderSize)
 	}
+	b := s.b
 	le := binary.LittleEndian
 	c := &Config{
 		Size:     len(b),
@@ -124,13 +132,16 @@ func ParseConfig(b []byte) (*Config, error) {
 		return c, nil
 	}
 	c.CapsKnown = true
-	c.walkCaps(b, int(b[capPtr]))
+	c.walkCaps(s, int(b[capPtr]))
 
 	// Extended capabilities exist only behind a PCI Express capability (pciutils
 	// lib/caps.c pci_scan_caps, and the kernel's pci_cfg_space_size).
 	if len(b) >= ConfigExpSize && c.Express != nil {
 		c.ExtCapsKnown = true
-		c.walkExtCaps(b)
+		c.walkExtCaps(s)
+	}
+	if s.err != nil {
+		return nil, s.err
 	}
 	return c, nil
 }
@@ -139,26 +150,26 @@ func ParseConfig(b []byte) (*Config, error) {
 // __pci_find_next_cap_ttl (drivers/pci/pci.c) does: at most 48 steps, pointers
 // masked with ^3, stop on a pointer below 0x40 or on ID 0xff. A visited set stops
 // cycles early and every read is bounds-checked against len(b).
-func (c *Config) walkCaps(b []byte, pos int) {
+func (c *Config) walkCaps(s *space, pos int) {
 	var seen [ConfigSize / 4]bool
 	for ttl := capTTL; ttl > 0; ttl-- {
 		if pos < ConfigHeaderSize {
 			return
 		}
 		pos &^= 3
-		if pos+2 > len(b) || seen[pos/4] {
+		if !s.has(pos, 2) || seen[pos/4] {
 			return
 		}
 		seen[pos/4] = true
-		id := b[pos]
+		id := s.b[pos]
 		if id == 0xff {
 			return
 		}
 		c.Capabilities = append(c.Capabilities, Capability{ID: id, Offset: uint16(pos)})
 		if id == CapIDExpress && c.Express == nil {
-			c.Express = parseExpress(b, pos)
+			c.Express = parseExpress(s, pos)
 		}
-		pos = int(b[pos+1])
+		pos = int(s.b[pos+1])
 	}
 }
 
@@ -180,13 +191,13 @@ const (
 // only for the port types the kernel's pcie_cap_has_lnkctl() (drivers/pci/access.c)
 // lists, which leaves out RCiEPs and RC Event Collectors, and only when they lie
 // inside b.
-func parseExpress(b []byte, pos int) *Express {
+func parseExpress(s *space, pos int) *Express {
 	le := binary.LittleEndian
 	e := &Express{Offset: uint16(pos)}
-	if pos+expFlags+2 > len(b) {
+	if !s.has(pos, expFlags+2) {
 		return e
 	}
-	flags := le.Uint16(b[pos+expFlags:])
+	flags := le.Uint16(s.b[pos+expFlags:])
 	e.Version = uint8(flags & expFlagsVers)
 	e.PortType = PortType((flags & expFlagsType) >> 4)
 	e.Slot = flags&expFlagsSlot != 0
@@ -195,11 +206,11 @@ func parseExpress(b []byte, pos int) *Express {
 		PortPCIeToPCI, PortPCIToPCIe:
 		e.HasLink = true
 	}
-	if !e.HasLink || pos+expLinkRegsEnd > len(b) {
+	if !e.HasLink || !s.has(pos, expLinkRegsEnd) {
 		return e
 	}
-	lnkcap := le.Uint32(b[pos+expLnkCap:])
-	lnksta := le.Uint16(b[pos+expLnkSta:])
+	lnkcap := le.Uint32(s.b[pos+expLnkCap:])
+	lnksta := le.Uint16(s.b[pos+expLnkSta:])
 	e.LinkCap = Link{Speed: linkSpeed(uint16(lnkcap)), Width: int(lnkcap&expLinkWidth) >> 4}
 	e.LinkStat = Link{Speed: linkSpeed(lnksta), Width: int(lnksta&expLinkWidth) >> 4}
 	e.PortNum = uint8(lnkcap >> expLnkCapPort)
@@ -224,22 +235,22 @@ func linkSpeed(reg uint16) LinkSpeed {
 // of 0 (no capabilities) or 0xffffffff (absent or in error) anywhere in the list and
 // on an offset it has seen before. Entries with ID 0 (the "Null" capability
 // hypervisors use to hide one) are listed and followed.
-func (c *Config) walkExtCaps(b []byte) {
+func (c *Config) walkExtCaps(s *space) {
 	le := binary.LittleEndian
 	var seen [ConfigExpSize / 4]bool
 	pos := ConfigSize
 	for ttl := extCapTTL; ttl > 0; ttl-- {
-		if pos+4 > len(b) || seen[pos/4] {
+		if !s.has(pos, 4) || seen[pos/4] {
 			return
 		}
 		seen[pos/4] = true
-		hdr := le.Uint32(b[pos:])
+		hdr := le.Uint32(s.b[pos:])
 		if hdr == 0 || hdr == 0xffffffff {
 			return
 		}
 		id, ver, next := uint16(hdr), uint8(hdr>>16&0xf), int(hdr>>20&0xffc)
 		c.ExtCapabilities = append(c.ExtCapabilities, ExtCapability{ID: id, Version: ver, Offset: uint16(pos)})
-		c.decodeExt(b, id, pos)
+		c.decodeExt(s, id, pos)
 		if next < ConfigSize {
 			return
 		}
@@ -249,8 +260,9 @@ func (c *Config) walkExtCaps(b []byte) {
 
 // decodeExt decodes the extended capabilities Config has fields for. The first
 // instance of each wins, as pci_find_ext_capability() returns the first.
-func (c *Config) decodeExt(b []byte, id uint16, pos int) {
+func (c *Config) decodeExt(s *space, id uint16, pos int) {
 	le := binary.LittleEndian
+	b := s.b
 	switch id {
 	case ExtCapIDAER:
 		c.AER = true
@@ -267,7 +279,7 @@ func (c *Config) decodeExt(b []byte, id uint16, pos int) {
 	case ExtCapIDACS:
 		// PCI_ACS_CAP at +4, PCI_ACS_CTRL at +6; the kernel's
 		// pci_bridge_has_acs_redir (drivers/pci/p2pdma.c) reads the latter.
-		if c.ACS == nil && pos+8 <= len(b) {
+		if c.ACS == nil && s.has(pos, 8) {
 			c.ACS = &ACS{
 				Offset:     uint16(pos),
 				Capability: le.Uint16(b[pos+4:]),
@@ -277,7 +289,7 @@ func (c *Config) decodeExt(b []byte, id uint16, pos int) {
 	case ExtCapIDSRIOV:
 		// pci_regs.h PCI_SRIOV_TOTAL_VF 0x0e, PCI_SRIOV_NUM_VF 0x10,
 		// PCI_SRIOV_VF_OFFSET 0x14, PCI_SRIOV_VF_STRIDE 0x16, PCI_SRIOV_VF_DID 0x1a.
-		if c.SRIOV == nil && pos+0x1c <= len(b) {
+		if c.SRIOV == nil && s.has(pos, 0x1c) {
 			c.SRIOV = &SRIOVCap{
 				Offset:   uint16(pos),
 				TotalVFs: le.Uint16(b[pos+0x0e:]),
@@ -289,7 +301,7 @@ func (c *Config) decodeExt(b []byte, id uint16, pos int) {
 		}
 	case ExtCapIDReBAR:
 		if c.ReBAR == nil {
-			c.ReBAR = parseReBAR(b, pos)
+			c.ReBAR = parseReBAR(s, pos)
 		}
 	}
 }
@@ -313,9 +325,10 @@ const (
 // PCIe 4.0 and later), the current size from Control bits 13:8, all as powers of two
 // of 1 MB (drivers/pci/pci.c pci_rebar_get_possible_sizes, pci_rebar_get_current_size;
 // pciutils ls-ecaps.c cap_rebar).
-func parseReBAR(b []byte, pos int) []ResizableBAR {
+func parseReBAR(s *space, pos int) []ResizableBAR {
 	le := binary.LittleEndian
-	if pos+rebarCtrl+4 > len(b) {
+	b := s.b
+	if !s.has(pos, rebarCtrl+4) {
 		return nil
 	}
 	n := int(le.Uint32(b[pos+rebarCtrl:])&rebarCtrlNBAR) >> 5
@@ -323,7 +336,7 @@ func parseReBAR(b []byte, pos int) []ResizableBAR {
 	var bars []ResizableBAR
 	for i := range n {
 		at := pos + i*rebarEntrySize
-		if at+rebarCtrl+4 > len(b) {
+		if !s.has(at, rebarCtrl+4) {
 			break
 		}
 		capReg := le.Uint32(b[at+rebarCap:])

@@ -16,7 +16,9 @@ type Record struct {
 	Revision             uint8  // revision
 
 	// Config is the config file as read: 4096 (PCIe) or 256 bytes for root, 64 bytes
-	// for an unprivileged reader, nil when unreadable.
+	// for an unprivileged reader, nil when unreadable. On a live machine only the
+	// registers ParseConfig decodes are read (see ReadConfig) and the other bytes
+	// are zero; a snapshot holds the whole file.
 	Config []byte
 
 	Driver       string // base name of the driver link, "" when unbound

@@ -1,0 +1,96 @@
+package pcie
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// space is configuration space as the decoder sees it. b has the space's full
+// readable size; when load is set, ranges are read into b on first use, so the
+// decoder reads only the registers it looks at.
+type space struct {
+	b      []byte
+	load   func(off, n int) error
+	loaded []bool // per configChunk, when load is set
+	err    error  // first load error
+}
+
+// configChunk is the unit ReadConfig reads: four registers. Smaller reads would cost
+// more system calls, larger ones more register accesses.
+const configChunk = 16
+
+// has reports whether [off, off+n) lies inside the space, reading it first if the
+// space is loaded lazily. A read error makes it false and is kept in s.err.
+func (s *space) has(off, n int) bool {
+	if off < 0 || n < 0 || off+n > len(s.b) {
+		return false
+	}
+	if s.load == nil {
+		return true
+	}
+	for c := off / configChunk; c*configChunk < off+n; c++ {
+		if s.loaded[c] {
+			continue
+		}
+		if err := s.load(c*configChunk, configChunk); err != nil {
+			if s.err == nil {
+				s.err = err
+			}
+			return false
+		}
+		s.loaded[c] = true
+	}
+	return true
+}
+
+// ReadConfig reads, from r (a sysfs config file of the given size), the registers
+// ParseConfig decodes and nothing else, and returns them as a configuration space
+// that ParseConfig decodes identically: registers never read are zero. The slice
+// is as long as what the caller may read: size for root, the 64-byte header for
+// an unprivileged reader, whose reads past it return nothing
+// (drivers/pci/pci-sysfs.c pci_read_config).
+//
+// Every register read through sysfs is a separate configuration cycle, and in a
+// virtual machine each one traps to the hypervisor: reading 4 KiB of extended
+// space costs a thousand exits, a handful of capabilities a few dozen.
+func ReadConfig(r io.ReaderAt, size int) ([]byte, error) {
+	if size > ConfigExpSize {
+		size = ConfigExpSize
+	}
+	if size < ConfigHeaderSize {
+		return nil, fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidConfig, size, ConfigHeaderSize)
+	}
+	b := make([]byte, size)
+	if n, err := r.ReadAt(b[:ConfigHeaderSize], 0); n < ConfigHeaderSize {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("pcie: reading config header: %w", err)
+	}
+	if size > ConfigHeaderSize {
+		var probe [4]byte
+		if n, _ := r.ReadAt(probe[:], ConfigHeaderSize); n == 0 {
+			// Not CAP_SYS_ADMIN: the kernel stops at the header.
+			return b[:ConfigHeaderSize], nil
+		}
+	}
+	s := &space{b: b, loaded: make([]bool, (size+configChunk-1)/configChunk)}
+	for c := range ConfigHeaderSize / configChunk {
+		s.loaded[c] = true
+	}
+	s.load = func(off, n int) error {
+		n = min(n, len(b)-off)
+		if got, err := r.ReadAt(b[off:off+n], int64(off)); got < n {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("pcie: reading config at %#x: %w", off, err)
+		}
+		return nil
+	}
+	if _, err := parseSpace(s); err != nil && s.err != nil {
+		return nil, s.err
+	}
+	return b, nil
+}

@@ -1,0 +1,142 @@
+package pcie
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// countingReader is a config file: it counts the registers read and, like the
+// kernel for an unprivileged opener, may stop after limit bytes.
+type countingReader struct {
+	b       []byte
+	limit   int
+	dwords  int
+	failAt  int64 // a read covering this offset fails; -1 never
+	readErr error
+}
+
+func (r *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	if r.failAt >= 0 && off <= r.failAt && r.failAt < off+int64(len(p)) {
+		return 0, r.readErr
+	}
+	end := min(int(off)+len(p), len(r.b), r.limit)
+	if int(off) >= end {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[off:end])
+	r.dwords += (n + 3) / 4
+	return n, nil
+}
+
+func configSeeds(t testing.TB) map[string][]byte {
+	seeds := map[string][]byte{
+		"endpoint":     fullEndpoint().bytes(ConfigExpSize),
+		"root port":    bridgeCfg(PortRootPort, 1, 3, Link{4, 16}, Link{5, 16}),
+		"conventional": newCfg(0x8086, 0x1234, 0x020000, 0).bytes(ConfigSize),
+	}
+	paths, err := filepath.Glob(filepath.Join("testdata", "h200-2gpu-vm", "*.config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds[filepath.Base(p)] = b
+	}
+	return seeds
+}
+
+// TestReadConfigSparse checks that the registers ReadConfig reads decode exactly
+// as the whole space does, and that far fewer registers are read.
+func TestReadConfigSparse(t *testing.T) {
+	for name, b := range configSeeds(t) {
+		t.Run(name, func(t *testing.T) {
+			want, err := ParseConfig(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &countingReader{b: b, limit: len(b), failAt: -1}
+			sparse, err := ReadConfig(r, len(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParseConfig(sparse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("sparse decode differs (-whole +sparse):\n%s", diff)
+			}
+			if r.dwords*4 > len(b)/2 && len(b) == ConfigExpSize {
+				t.Errorf("read %d of %d registers", r.dwords, len(b)/4)
+			}
+		})
+	}
+}
+
+func TestReadConfigUnprivileged(t *testing.T) {
+	b := fullEndpoint().bytes(ConfigExpSize)
+	got, err := ReadConfig(&countingReader{b: b, limit: ConfigHeaderSize, failAt: -1}, len(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, b[:ConfigHeaderSize]) {
+		t.Errorf("unprivileged read gave %d bytes, want the 64-byte header", len(got))
+	}
+}
+
+func TestReadConfigErrors(t *testing.T) {
+	b := fullEndpoint().bytes(ConfigExpSize)
+	boom := errors.New("boom")
+	for _, tt := range []struct {
+		name string
+		r    io.ReaderAt
+		size int
+		want error
+	}{
+		{"short file", &countingReader{b: b[:10], limit: 10, failAt: -1}, ConfigExpSize, io.ErrUnexpectedEOF},
+		{"size below header", &countingReader{b: b, limit: len(b), failAt: -1}, 32, ErrInvalidConfig},
+		{"header read fails", &countingReader{b: b, limit: len(b), failAt: 0, readErr: boom}, ConfigExpSize, boom},
+		{"capability read fails", &countingReader{b: b, limit: len(b), failAt: 0x100, readErr: boom}, ConfigExpSize, boom},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := ReadConfig(tt.r, tt.size); !errors.Is(err, tt.want) {
+				t.Errorf("ReadConfig error %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzReadConfig checks on arbitrary spaces that the sparse read decodes like the
+// whole one.
+func FuzzReadConfig(f *testing.F) {
+	for _, b := range configSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		b = b[:min(len(b), ConfigExpSize)] // no config file is larger
+		want, werr := ParseConfig(b)
+		sparse, err := ReadConfig(&countingReader{b: b, limit: len(b), failAt: -1}, len(b))
+		if err != nil {
+			if len(b) >= ConfigHeaderSize {
+				t.Fatalf("ReadConfig of %d bytes: %v", len(b), err)
+			}
+			return
+		}
+		got, gerr := ParseConfig(sparse)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("whole error %v, sparse error %v", werr, gerr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("sparse decode differs (-whole +sparse):\n%s", diff)
+		}
+	})
+}
