@@ -40,6 +40,7 @@ func checkReachability(f *Facts) Result {
 		return r
 	}
 	counts := map[p2pdma.MapType]int{}
+	gpuOnly := true // every refused pair is GPU-to-GPU
 	r.Status = Pass
 	for _, p := range ps {
 		v := f.verdict(p)
@@ -47,6 +48,7 @@ func checkReachability(f *Facts) Result {
 		switch v.MapType {
 		case p2pdma.NotSupported:
 			r.Status = worse(r.Status, Warn)
+			gpuOnly = gpuOnly && p.a.IsGPU() && p.b.IsGPU()
 			subj := pairSubject(p)
 			r.Subjects = append(r.Subjects, subj)
 			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Warn, Message: "not-supported: " + v.Reason})
@@ -58,7 +60,10 @@ func checkReachability(f *Facts) Result {
 	r.Expected = "bus-addr or thru-host-bridge for every pair"
 	switch {
 	case counts[p2pdma.NotSupported] > 0:
-		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA for %d of %d pairs", counts[p2pdma.NotSupported], len(ps))
+		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA for %d of %d pair(s)", counts[p2pdma.NotSupported], len(ps))
+		if gpuOnly {
+			r.Summary += ": kernel P2PDMA users are blocked; GPU-to-GPU copies follow the NVIDIA driver's own decision (nvml_p2p_status)"
+		}
 		r.Remediation = []string{
 			"place peers below one PCIe switch or one root complex, or use a CPU/host bridge the kernel whitelists (drivers/pci/p2pdma.c pci_p2pdma_whitelist)",
 		}

@@ -1,0 +1,137 @@
+package render_test
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/render"
+)
+
+// writeTextfile writes r as node_exporter reads it and parses it back.
+func writeTextfile(t *testing.T, r check.Report) map[string]*dto.MetricFamily {
+	t.Helper()
+	reg, err := render.PrometheusRegistry(r, 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "p2pcheck.prom")
+	if err := prometheus.WriteToTextfile(path, reg); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("textfile does not parse: %v", err)
+	}
+	return fams
+}
+
+// series flattens a family to "label=value,... value" strings, sorted.
+func series(f *dto.MetricFamily) []string {
+	var out []string
+	for _, m := range f.GetMetric() {
+		var ls []string
+		for _, l := range m.GetLabel() {
+			ls = append(ls, l.GetName()+"="+l.GetValue())
+		}
+		out = append(out, strings.Join(ls, ",")+" "+strconvG(m.GetGauge().GetValue()))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func strconvG(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func TestPrometheus(t *testing.T) {
+	fams := writeTextfile(t, machineReport(t, "degraded-link"))
+	for name, f := range fams {
+		if !strings.HasPrefix(name, "p2pcheck_") || f.GetHelp() == "" || f.GetType() != dto.MetricType_GAUGE {
+			t.Errorf("%s: prefix, help %q, type %s", name, f.GetHelp(), f.GetType())
+		}
+		if !model.LegacyValidation.IsValidMetricName(name) {
+			t.Errorf("%s is not a valid metric name", name)
+		}
+		for _, m := range f.GetMetric() {
+			if m.TimestampMs != nil {
+				t.Errorf("%s carries a timestamp; the textfile collector rejects them", name)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		family string
+		want   []string
+	}{
+		{"p2pcheck_overall_status", []string{" 2"}},
+		{"p2pcheck_exit_code", []string{" 1"}},
+		{"p2pcheck_pcie_link_width", []string{
+			"bdf=0000:03:00.0,kind=GPU,state=current 16", "bdf=0000:03:00.0,kind=GPU,state=max 16",
+			"bdf=0000:04:00.0,kind=GPU,state=current 8", "bdf=0000:04:00.0,kind=GPU,state=max 16",
+		}},
+		{"p2pcheck_pcie_link_generation", []string{
+			"bdf=0000:03:00.0,kind=GPU,state=current 5", "bdf=0000:03:00.0,kind=GPU,state=max 5",
+			"bdf=0000:04:00.0,kind=GPU,state=current 4", "bdf=0000:04:00.0,kind=GPU,state=max 5",
+		}},
+		{"p2pcheck_bar1_total_bytes", []string{"bdf=0000:03:00.0,gpu=0 137438953472", "bdf=0000:04:00.0,gpu=1 137438953472"}},
+		{"p2pcheck_last_run_timestamp_seconds", []string{" 1796014800"}},
+		{"p2pcheck_run_duration_seconds", []string{" 1.5"}},
+		{"p2pcheck_build_info", []string{"cuda=,driver=570.133.20,version=v1.0.0 1"}},
+	} {
+		f, ok := fams[tt.family]
+		if !ok {
+			t.Errorf("no %s", tt.family)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, series(f)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.family, diff)
+		}
+	}
+	status := series(fams["p2pcheck_check_status"])
+	for _, want := range []string{"check=gdrdrv,subject= 2", "check=pcie_link,subject= 1", "check=pcie_link,subject=0000:04:00.0 1", "check=acs_path,subject= 0", "check=p2p_data_integrity,subject= 3"} {
+		if !contains(status, want) {
+			t.Errorf("p2pcheck_check_status lacks %q in %q", want, status)
+		}
+	}
+}
+
+// TestPrometheusProbe: the probe's bandwidth and verification become series.
+func TestPrometheusProbe(t *testing.T) {
+	r := machineReport(t, "degraded-link")
+	r.Probe = &check.ProbeReport{Size: 64 << 20, Pairs: []check.ProbePair{
+		{Src: 0, Dst: 1, PeerAccess: true, Verified: true, HostVerified: true, Mismatch: -1, BytesPerSecond: 4.8e10},
+		{Src: 1, Dst: 0, PeerAccess: true, Verified: false, HostVerified: true, Mismatch: 12, BytesPerSecond: 4.7e10},
+		{Src: 2, Dst: 0, Mismatch: -1},
+	}}
+	fams := writeTextfile(t, r)
+	if diff := cmp.Diff([]string{"dst_gpu=0,engine=ce,src_gpu=1 47000000000", "dst_gpu=1,engine=ce,src_gpu=0 48000000000"}, series(fams["p2pcheck_p2p_bandwidth_bytes_per_second"])); diff != "" {
+		t.Errorf("bandwidth (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"dst_gpu=0,src_gpu=1 0", "dst_gpu=1,src_gpu=0 1"}, series(fams["p2pcheck_p2p_data_verified"])); diff != "" {
+		t.Errorf("verified (-want +got):\n%s", diff)
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
