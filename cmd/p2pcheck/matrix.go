@@ -30,7 +30,7 @@ snapshot) uses sysfs and config space alone.`,
 			if err != nil {
 				return err
 			}
-			o.probeGPUs(n)
+			o.probeGPUs(n, n.ProbeNVLinks)
 			m := buildMatrix(n)
 			if o.format == "json" {
 				return render.MatrixJSON(o.stdout, m)
@@ -41,14 +41,14 @@ snapshot) uses sysfs and config space alone.`,
 	}
 }
 
-// probeGPUs asks NVML for GPU facts when that makes sense: on the live machine
-// and without --no-nvml. A missing NVML is normal and stays silent; any other
-// failure becomes a warning.
-func (o *globalOptions) probeGPUs(n *node.Node) {
+// probeGPUs runs probe (n.ProbeGPUs or n.ProbeNVLinks) when asking NVML makes
+// sense: on the live machine and without --no-nvml. A missing NVML is normal and
+// stays silent; any other failure becomes a warning.
+func (o *globalOptions) probeGPUs(n *node.Node, probe func() error) {
 	if o.noNVML || o.snapshot != "" || o.root != "/" {
 		return
 	}
-	if err := n.ProbeGPUs(); err != nil && !errors.Is(err, gpu.ErrNoNVML) {
+	if err := probe(); err != nil && !errors.Is(err, gpu.ErrNoNVML) {
 		n.Warnings = append(n.Warnings, err)
 	}
 }

@@ -16,11 +16,26 @@ import (
 // when NVML cannot be initialised (an error wrapping [ErrNoNVML]) or cannot
 // count the GPUs; anything else missing is recorded as unknown.
 func Probe() (*Facts, error) {
-	return probe(nvml.New())
+	return probe(nvml.New(), scopeAll)
 }
 
+// ProbeLinks asks NVML only for what a topology matrix needs: each GPU's index,
+// PCI address and NVLinks. It skips the per-pair P2P and topology queries, whose
+// number grows with the square of the GPU count.
+func ProbeLinks() (*Facts, error) {
+	return probe(nvml.New(), scopeLinks)
+}
+
+// scope says how much a probe asks.
+type scope uint8
+
+const (
+	scopeAll   scope = iota // everything Facts holds
+	scopeLinks              // PCI addresses and NVLinks
+)
+
 // probe is Probe over any NVML implementation, so tests can feed it a mock.
-func probe(lib nvml.Interface) (*Facts, error) {
+func probe(lib nvml.Interface, sc scope) (*Facts, error) {
 	start := time.Now()
 	ret := lib.Init()
 	initTime := time.Since(start)
@@ -32,7 +47,7 @@ func probe(lib nvml.Interface) (*Facts, error) {
 		}
 		return nil, fmt.Errorf("%w: nvmlInit: %w", ErrNoNVML, ret)
 	}
-	f, err := query(lib)
+	f, err := query(lib, sc)
 	if ret := lib.Shutdown(); ret != nvml.SUCCESS && err == nil {
 		err = fmt.Errorf("gpu: nvmlShutdown: %w", ret)
 	}
@@ -51,13 +66,27 @@ func unknown(m *map[string]string, field string, why fmt.Stringer) {
 	(*m)[field] = why.String()
 }
 
-// query runs every query between Init and Shutdown.
-func query(lib nvml.Interface) (*Facts, error) {
+// query runs the queries of the scope between Init and Shutdown.
+func query(lib nvml.Interface, sc scope) (*Facts, error) {
 	n, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("gpu: nvmlDeviceGetCount: %w", ret)
 	}
 	f := &Facts{GPUs: make([]GPU, n), Pairs: []Pair{}}
+	if sc == scopeLinks {
+		for i := range n {
+			g := &f.GPUs[i]
+			g.Index = i
+			d, ret := lib.DeviceGetHandleByIndex(i)
+			if ret != nvml.SUCCESS {
+				unknown(&g.Unknown, "handle", ret)
+				continue
+			}
+			pciAddress(d, g)
+			nvlinks(d, g)
+		}
+		return f, nil
+	}
 
 	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
 		f.DriverVersion = v
@@ -145,15 +174,7 @@ func deviceFacts(d nvml.Device, g *GPU) {
 	} else {
 		unknown(&g.Unknown, "name", ret)
 	}
-	if pci, ret := d.GetPciInfo(); ret == nvml.SUCCESS {
-		if a, err := busID(pci.BusId); err == nil {
-			g.Address = &a
-		} else {
-			unknown(&g.Unknown, "bus_id", reason(err.Error()))
-		}
-	} else {
-		unknown(&g.Unknown, "bus_id", ret)
-	}
+	pciAddress(d, g)
 	if bar1, ret := d.GetBAR1MemoryInfo(); ret == nvml.SUCCESS {
 		g.BAR1Total, g.BAR1Used = &bar1.Bar1Total, &bar1.Bar1Used
 	} else {
@@ -171,6 +192,20 @@ func deviceFacts(d nvml.Device, g *GPU) {
 		unknown(&g.Unknown, "persistence", ret)
 	}
 	nvlinks(d, g)
+}
+
+// pciAddress fills g.Address from the device's PCI bus ID.
+func pciAddress(d nvml.Device, g *GPU) {
+	pci, ret := d.GetPciInfo()
+	if ret != nvml.SUCCESS {
+		unknown(&g.Unknown, "bus_id", ret)
+		return
+	}
+	if a, err := busID(pci.BusId); err == nil {
+		g.Address = &a
+	} else {
+		unknown(&g.Unknown, "bus_id", reason(err.Error()))
+	}
 }
 
 // nvlinks walks every possible link index. Indexes a GPU does not have

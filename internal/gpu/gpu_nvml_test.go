@@ -13,6 +13,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/pcie"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -129,7 +131,7 @@ func TestProbeSnapshotGolden(t *testing.T) {
 		t.Run(machine, func(t *testing.T) {
 			dir := filepath.Join("testdata", machine)
 			lib, devs := snapshotNVML(t, filepath.Join(dir, "nvml.json"))
-			f, err := probe(lib)
+			f, err := probe(lib, scopeAll)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,6 +175,44 @@ func TestProbeSnapshotGolden(t *testing.T) {
 				t.Errorf("NVML call counts (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestProbeLinks checks the matrix's probe: the same addresses and NVLinks as a
+// full probe, and no per-pair or per-system queries.
+func TestProbeLinks(t *testing.T) {
+	lib, devs := snapshotNVML(t, filepath.Join("testdata", "h200-2gpu-vm", "nvml.json"))
+	f, err := probe(lib, scopeLinks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := probe(lib, scopeAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type links struct {
+		Address *pcie.Address
+		NVLink  *NVLink
+	}
+	var got, want []links
+	for i := range f.GPUs {
+		got = append(got, links{f.GPUs[i].Address, f.GPUs[i].NVLink})
+		want = append(want, links{full.GPUs[i].Address, full.GPUs[i].NVLink})
+	}
+	if diff := cmp.Diff(want, got); diff != "" || len(got) == 0 {
+		t.Errorf("links probe differs from the full one (-full +links):\n%s", diff)
+	}
+	if len(f.Pairs) != 0 || f.DriverVersion != "" {
+		t.Errorf("links probe asked for more: %d pairs, driver %q", len(f.Pairs), f.DriverVersion)
+	}
+	// The full probe ran second: every pair query belongs to it.
+	n := len(devs)
+	var p2p int
+	for _, d := range devs {
+		p2p += len(d.GetP2PStatusCalls())
+	}
+	if p2p != 5*n*(n-1) {
+		t.Errorf("%d P2P queries, want only the full probe's %d", p2p, 5*n*(n-1))
 	}
 }
 
@@ -241,7 +281,7 @@ func TestProbeFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := probe(tt.lib(t))
+			f, err := probe(tt.lib(t), scopeAll)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("probe() error = %v, want %v", err, tt.wantErr)

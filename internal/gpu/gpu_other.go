@@ -8,7 +8,12 @@ import (
 )
 
 // Probe reports that this build cannot use NVML: go-nvml needs cgo and Linux.
-func Probe() (*Facts, error) {
+func Probe() (*Facts, error) { return noNVML() }
+
+// ProbeLinks reports that this build cannot use NVML.
+func ProbeLinks() (*Facts, error) { return noNVML() }
+
+func noNVML() (*Facts, error) {
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("%w on %s", ErrNoNVML, runtime.GOOS)
 	}

@@ -9,8 +9,14 @@ import (
 // on the live machine: NVML describes the GPUs of the running system, not of a
 // snapshot. Without NVML (no driver, no library, a build without cgo) it returns
 // an error wrapping gpu.ErrNoNVML and n.GPU stays nil.
-func (n *Node) ProbeGPUs() error {
-	f, err := gpu.Probe()
+func (n *Node) ProbeGPUs() error { return n.probe(gpu.Probe) }
+
+// ProbeNVLinks is ProbeGPUs limited to what NV# cells need: each GPU's address
+// and NVLinks, without the per-pair queries.
+func (n *Node) ProbeNVLinks() error { return n.probe(gpu.ProbeLinks) }
+
+func (n *Node) probe(probe func() (*gpu.Facts, error)) error {
+	f, err := probe()
 	if err != nil {
 		return err
 	}
