@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"encoding/json"
 	"io/fs"
 	"strings"
 	"testing"
@@ -144,5 +145,22 @@ func TestDevNodeName(t *testing.T) {
 		if _, err := memFS.DevNode(bad); err == nil {
 			t.Errorf("DevNode(%q) succeeded", bad)
 		}
+	}
+}
+
+func TestValueNames(t *testing.T) {
+	got, err := json.Marshal(map[string]any{
+		"config": []ConfigValue{ConfigUnknown, ConfigNo, ConfigYes, ConfigModule},
+		"iommu":  []IOMMUDomainType{IOMMUUnknown, IOMMUBlocked, IOMMUIdentity, IOMMUUnmanaged, IOMMUDMA, IOMMUDMAFQ},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"config":["unknown","n","y","m"],"iommu":["unknown","blocked","identity","unmanaged","DMA","DMA-FQ"]}`
+	if string(got) != want {
+		t.Errorf("JSON = %s, want %s", got, want)
+	}
+	if s := IOMMUDomainType(9).String(); s != "IOMMUDomainType(9)" {
+		t.Errorf("out-of-range type = %q", s)
 	}
 }

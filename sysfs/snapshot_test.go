@@ -191,6 +191,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		"proc/version":                                         "Linux version 6.18.0 (nixbld@localhost) #1-NixOS SMP\n",
 		"boot/config-6.18.0":                                   "CONFIG_PCI_P2PDMA=y\n",
 		"sys/kernel/iommu_groups/3/type":                       "identity\n",
+		"sys/kernel/mm/memory_peers/nv_mem/version":            "1.3\n",
 		"sys/devices/pci0000:00/0000:00:06.0/resource1":        "BAR",
 		"sys/devices/pci0000:00/0000:00:06.0/resource1_wc":     "BAR",
 		"sys/devices/pci0000:00/0000:00:06.0/rom":              "ROM",
@@ -206,6 +207,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "sys/class/iommu"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../devices/virtual/iommu/dmar0", filepath.Join(root, "sys/class/iommu/dmar0")); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(gpu, "remove"), nil, 0o200); err != nil {
 		t.Fatal(err)
@@ -259,6 +266,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantPlat, gotPlat); diff != "" {
 		t.Errorf("platform after the round trip (-dir +snapshot):\n%s", diff)
+	}
+	if len(gotPlat.IOMMUGroups) != 1 || len(gotPlat.IOMMUUnits) != 1 || gotPlat.MemoryPeers["nv_mem"] != "1.3" ||
+		gotPlat.KernelConfig.Value("CONFIG_PCI_P2PDMA") != ConfigYes {
+		t.Errorf("platform after the round trip lacks items: %+v", gotPlat)
 	}
 
 	for _, never := range []string{"resource1", "resource1_wc", "rom", "remove", "serial_number"} {
@@ -436,4 +447,65 @@ func FuzzReadSnapshot(f *testing.F) {
 			t.Fatalf("a capture does not load: %v", err)
 		}
 	})
+}
+
+// TestTreesAgree runs every tree operation on a directory below the root of both
+// kinds of FS: results must match, errors must match in kind. On Linux the directory
+// side is the descriptor tree with its os.Root fallbacks.
+func TestTreesAgree(t *testing.T) {
+	dirFS, memFS := openBoth(t, []entry{
+		file("sys/x/a/file", "inside\n"),
+		symlink("sys/x/b/rel", "../a/file"),
+		symlink("sys/x/b/dir", "../a"),
+		symlink("sys/x/b/up", "../../../outside"),
+		symlink("sys/x/b/loop", "loop"),
+		directory("sys/x/empty"),
+	})
+	type result struct {
+		Out string
+		Err bool
+	}
+	run := func(fsys FS) map[string]result {
+		sub, err := fsys.t.sub("sys/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.close()
+		res := map[string]result{}
+		put := func(op string, out any, err error) {
+			res[op] = result{Out: fmt.Sprint(out), Err: err != nil}
+		}
+		buf := make([]byte, 64)
+		for _, name := range []string{"a/file", "b/rel", "b/dir/file", "b/up", "b/loop", "a", "missing"} {
+			n, err := sub.readFile(name, buf, false)
+			put("readFile "+name, string(buf[:n]), err)
+			b, err := sub.readAll(name, 4)
+			put("readAll "+name, string(b), err)
+			fi, err := sub.lstat(name)
+			put("lstat "+name, fi.mode.Type(), err)
+			target, err := sub.readLink(name)
+			put("readLink "+name, target, err)
+		}
+		for _, name := range []string{".", "a", "b", "b/dir", "empty", "a/file", "b/up", "missing"} {
+			names, err := sub.names(name)
+			put("names "+name, names, err)
+			ents, err := sub.readDir(name)
+			put("readDir "+name, ents, err)
+			if s, err := sub.sub(name); err != nil {
+				put("sub "+name, nil, err)
+			} else {
+				names, err := s.names(".")
+				put("sub "+name, names, err)
+				s.close()
+			}
+		}
+		return res
+	}
+	mem := run(memFS)
+	if r := mem["readFile b/dir/file"]; r.Out != "inside\n" || r.Err {
+		t.Errorf("reading through a directory link = %+v", r)
+	}
+	if diff := cmp.Diff(mem, run(dirFS)); diff != "" {
+		t.Errorf("trees disagree (-snapshot +dir):\n%s", diff)
+	}
 }
