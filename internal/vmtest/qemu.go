@@ -41,7 +41,8 @@ func (m Machine) CommandLine() []string {
 
 // Run boots the machine and returns what it printed on the console. The guest is
 // expected to power itself off (poweroff -f); -no-reboot makes a panic or reboot end
-// QEMU too, and the host kills QEMU at the timeout. QEMU's own diagnostics (stderr)
+// QEMU too, and the host kills QEMU at the timeout, when ctx ends, or (Linux) when
+// the calling process dies. QEMU's own diagnostics (stderr)
 // are returned in the error when it exits non-zero.
 func (m Machine) Run(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.Timeout)
@@ -52,6 +53,7 @@ func (m Machine) Run(ctx context.Context) ([]byte, error) {
 	stdout.max, stderr.max = maxConsole, 1<<20
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
+	killWithParent(cmd)
 	err := cmd.Run()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:

@@ -5,7 +5,6 @@ package vmtest
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"debug/elf"
 	"errors"
 	"flag"
@@ -102,7 +101,7 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 	}
 	boot := Boot{Topology: topo, Kernel: k, Busybox: e.busybox, QEMU: e.qemu, Bin: e.bin,
 		Captures: captures, MemMiB: guestMemMiB, SMP: guestSMP, Timeout: guestTimeout, WorkDir: t.TempDir()}
-	res, err := boot.Run(context.Background())
+	res, err := boot.Run(t.Context())
 	*secs = res.Duration.Seconds()
 	if err != nil {
 		t.Logf("qemu: %s", strings.Join(res.Cmdline, " "))
@@ -292,7 +291,7 @@ func hostEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("go tool: %v", err)
 	}
-	e.bin = Build(context.Background(), goTool, e.moduleRoot, t.TempDir())
+	e.bin = Build(t.Context(), goTool, e.moduleRoot, t.TempDir())
 	if e.bin.P2PCheckErr != nil {
 		t.Logf("p2pcheck checks will fail: %v", e.bin.P2PCheckErr)
 		e.bin.P2PCheck = ""
