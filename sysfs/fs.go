@@ -24,9 +24,11 @@ const (
 	procLimit = 4 << 20
 )
 
-// maxLinkHops bounds how many symbolic links one path resolution follows, like the
-// kernel's MAXSYMLINKS (include/linux/namei.h), after which it fails with ELOOP.
-const maxLinkHops = 40
+// maxLinkHops bounds how many symbolic links one path resolution in a snapshot
+// follows before failing, as the kernel's MAXSYMLINKS (40, include/linux/namei.h)
+// does. It is os.Root's limit rather than the kernel's, so that a snapshot and the
+// same tree on disk resolve exactly alike.
+const maxLinkHops = 8
 
 var (
 	// ErrNoSysfs is returned (wrapped) by PCIRecords when the root has no readable

@@ -460,6 +460,10 @@ func TestTreesAgree(t *testing.T) {
 		symlink("sys/x/b/up", "../../../outside"),
 		symlink("sys/x/b/loop", "loop"),
 		directory("sys/x/empty"),
+		// Chains of 8 and 9 links: the first resolves, the second is too long.
+		symlink("sys/x/c/l1", "l2"), symlink("sys/x/c/l2", "l3"), symlink("sys/x/c/l3", "l4"),
+		symlink("sys/x/c/l4", "l5"), symlink("sys/x/c/l5", "l6"), symlink("sys/x/c/l6", "l7"),
+		symlink("sys/x/c/l7", "l8"), symlink("sys/x/c/l8", "../a/file"), symlink("sys/x/c/l0", "l1"),
 	})
 	type result struct {
 		Out string
@@ -476,7 +480,7 @@ func TestTreesAgree(t *testing.T) {
 			res[op] = result{Out: fmt.Sprint(out), Err: err != nil}
 		}
 		buf := make([]byte, 64)
-		for _, name := range []string{"a/file", "b/rel", "b/dir/file", "b/up", "b/loop", "a", "missing"} {
+		for _, name := range []string{"a/file", "b/rel", "b/dir/file", "b/up", "b/loop", "a", "missing", "c/l1", "c/l0"} {
 			n, err := sub.readFile(name, buf, false)
 			put("readFile "+name, string(buf[:n]), err)
 			b, err := sub.readAll(name, 4)
@@ -504,6 +508,9 @@ func TestTreesAgree(t *testing.T) {
 	mem := run(memFS)
 	if r := mem["readFile b/dir/file"]; r.Out != "inside\n" || r.Err {
 		t.Errorf("reading through a directory link = %+v", r)
+	}
+	if r, r0 := mem["readFile c/l1"], mem["readFile c/l0"]; r.Out != "inside\n" || !r0.Err {
+		t.Errorf("8 links = %+v, 9 links = %+v; want the first read, the second refused", r, r0)
 	}
 	if diff := cmp.Diff(mem, run(dirFS)); diff != "" {
 		t.Errorf("trees disagree (-snapshot +dir):\n%s", diff)
