@@ -1,7 +1,6 @@
 package sysfs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -272,6 +271,30 @@ func (d *deviceDir) list(name string) []string {
 	return names
 }
 
+// config reads the config file through pcie.ReadConfig: only the registers the
+// decoder uses, since every register read through sysfs is a configuration cycle
+// (and, in a VM, an exit to the hypervisor). The read stops where the kernel stops:
+// 64 bytes for a reader without CAP_SYS_ADMIN (pci-sysfs.c pci_read_config).
+func (d *deviceDir) config() {
+	name := join(d.name, "config")
+	if !d.has("config") {
+		d.fail(pathErr("read", name, fs.ErrNotExist))
+		return
+	}
+	f, size, err := d.t.openReaderAt("config")
+	if err != nil {
+		d.fail(pathErr("open", name, err))
+		return
+	}
+	defer f.Close()
+	b, err := pcie.ReadConfig(f, int(min(size, configLimit)))
+	if err != nil {
+		d.fail(pathErr("read", name, err))
+		return
+	}
+	d.rec.Config = b
+}
+
 func (d *deviceDir) fill() {
 	r := d.rec
 	d.hex("vendor", 16, true, func(v uint64) { r.Vendor = uint16(v) })
@@ -283,12 +306,7 @@ func (d *deviceDir) fill() {
 		r.Class, err = parseClass(b)
 		return err
 	})
-	// The read stops where the kernel stops: 64 bytes for a reader without
-	// CAP_SYS_ADMIN (pci-sysfs.c pci_read_config).
-	d.attr("config", configLimit, true, func(b []byte) error {
-		r.Config = bytes.Clone(b)
-		return nil
-	})
+	d.config()
 	if target, ok := d.link("driver"); ok {
 		r.Driver = path.Base(target)
 	}

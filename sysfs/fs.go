@@ -3,6 +3,7 @@ package sysfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -102,10 +103,19 @@ type tree interface {
 	// readLink returns the target of the link name as stored, errNotLink when name
 	// is not a link.
 	readLink(name string) (string, error)
+	// openReaderAt opens the file name for reads at offsets, for files whose
+	// every byte costs (PCI config space), and returns its size. The caller closes it.
+	openReaderAt(name string) (readerAtCloser, int64, error)
 	// sub returns the tree rooted at directory name; links inside it are confined
 	// to it. The caller closes it.
 	sub(name string) (tree, error)
 	close() error
+}
+
+// readerAtCloser is an open file read at offsets.
+type readerAtCloser interface {
+	io.ReaderAt
+	io.Closer
 }
 
 // dirEntry is one entry of a directory listing.

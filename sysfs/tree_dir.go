@@ -41,6 +41,19 @@ func (t dirTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
 	return n, nil
 }
 
+func (t dirTree) openReaderAt(name string) (readerAtCloser, int64, error) {
+	f, err := t.r.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
 func (t dirTree) readAll(name string, limit int) ([]byte, error) {
 	f, err := t.r.OpenFile(name, openFlags, 0)
 	if err != nil {

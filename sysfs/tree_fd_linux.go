@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"errors"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -110,6 +111,56 @@ func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
 	}
 	return n, nil
 }
+
+func (t *fdTree) openReaderAt(name string) (readerAtCloser, int64, error) {
+	if !simple(name) {
+		return t.openReaderAtRoot(name)
+	}
+	fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if errors.Is(err, unix.ELOOP) {
+		return t.openReaderAtRoot(name)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, 0, err
+	}
+	return preadFile(fd), st.Size, nil
+}
+
+func (t *fdTree) openReaderAtRoot(name string) (r readerAtCloser, size int64, err error) {
+	err = t.fallback(func(d dirTree) error {
+		r, size, err = d.openReaderAt(name)
+		return err
+	})
+	return r, size, err
+}
+
+// preadFile reads a bare descriptor at offsets with pread(2).
+type preadFile int
+
+func (f preadFile) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := unix.Pread(int(f), p[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			return n, io.EOF
+		}
+		n += m
+	}
+	return n, nil
+}
+
+func (f preadFile) Close() error { return unix.Close(int(f)) }
 
 func (t *fdTree) readFileRoot(name string, buf []byte, toEOF bool) (n int, err error) {
 	err = t.fallback(func(d dirTree) error {

@@ -3,6 +3,7 @@ package sysfs
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -109,6 +110,19 @@ func (t memTree) readFile(name string, buf []byte, _ bool) (int, error) {
 	}
 	return copy(buf, n.data), nil
 }
+
+func (t memTree) openReaderAt(name string) (readerAtCloser, int64, error) {
+	n, err := t.regular(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	return nopCloser{bytes.NewReader(n.data)}, int64(len(n.data)), nil
+}
+
+// nopCloser adds a Close that does nothing.
+type nopCloser struct{ io.ReaderAt }
+
+func (nopCloser) Close() error { return nil }
 
 func (t memTree) readAll(name string, limit int) ([]byte, error) {
 	n, err := t.regular(name)
