@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/p2pkit/p2pkit/pcie"
@@ -111,15 +112,25 @@ func checkSnapshot(t *testing.T, topo *Topology, dump View, snapshot []byte) {
 	}
 }
 
-// checkTopo checks that the output of `p2pcheck topo --format json` is JSON and
-// names every function of the guest.
-func checkTopo(t *testing.T, dump View, out []byte) {
-	if !json.Valid(out) {
-		t.Fatalf("p2pcheck topo --format json is not JSON:\n%s", tail(out, 2000))
+// checkTopo checks `p2pcheck topo --format json`, p2pcheck's view of the live guest:
+// its tree and switches against the entry, its ACS, IOMMU group and NUMA facts
+// against the busybox view.
+func checkTopo(t *testing.T, topo *Topology, dump View, out []byte) {
+	v, switches, err := ParseTopoJSON(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, tail(out, 2000))
+	}
+	for _, d := range DiffFuncs(topo.Want(), v.Funcs) {
+		t.Errorf("topo tree: %s", d)
+	}
+	if want := topo.WantSwitches(); !slices.EqualFunc(want, switches, func(a, b Switch) bool {
+		return a.Upstream == b.Upstream && slices.Equal(a.Downstream, b.Downstream)
+	}) {
+		t.Errorf("topo switches %+v, want %+v", switches, want)
 	}
 	for _, f := range dump.Funcs {
-		if !bytes.Contains(out, []byte(`"`+f.Addr.String()+`"`)) {
-			t.Errorf("topo JSON does not list %s", f.Addr)
+		if got, want := v.Facts[f.Addr], dump.Facts[f.Addr]; got != want {
+			t.Errorf("%s: topo facts %+v, kernel (busybox) %+v", f.Addr, got, want)
 		}
 	}
 }

@@ -89,7 +89,7 @@ func TestKeptCaptures(t *testing.T) {
 				checkSnapshot(t, topo, dump, b)
 			}
 			if b, ok := read("topo.json"); ok {
-				checkTopo(t, dump, b)
+				checkTopo(t, topo, dump, b)
 			}
 			if b, ok := read("pairs.json"); ok && oracle != nil {
 				checkPairs(t, withVFs(t, *oracle, dump), dump, b)

@@ -3,6 +3,7 @@ package vmtest
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -197,4 +198,94 @@ func fmtFunc(f Func) string {
 		s += " physfn=" + f.PhysFn
 	}
 	return s
+}
+
+// Switch is a PCIe switch: its upstream port and its downstream ports, in address
+// order.
+type Switch struct {
+	Upstream   string   `json:"upstream"`
+	Downstream []string `json:"downstream"`
+}
+
+// topoJSON is the part of `p2pcheck topo --format json` the tier checks.
+type topoJSON struct {
+	Switches []Switch `json:"switches"`
+	Devices  []struct {
+		Address    pcie.Address `json:"address"`
+		HostBridge string       `json:"host_bridge"`
+		Parent     *string      `json:"parent"`
+		Vendor     string       `json:"vendor"`
+		Device     string       `json:"device"`
+		HeaderType *int         `json:"header_type"`
+		BusNumbers *struct {
+			Secondary   string `json:"secondary"`
+			Subordinate string `json:"subordinate"`
+		} `json:"bus_numbers"`
+		PortType   *string `json:"port_type"`
+		PhysFn     *string `json:"physfn"`
+		NUMANode   *int    `json:"numa_node"`
+		IOMMUGroup *int    `json:"iommu_group"`
+		ACS        *struct {
+			Known   bool   `json:"known"`
+			Present bool   `json:"present"`
+			Control string `json:"control"`
+		} `json:"acs"`
+	} `json:"devices"`
+}
+
+// ParseTopoJSON reads the output of `p2pcheck topo --format json` (p2pcheck's view of
+// the live guest, not of a snapshot) into a View and its switches. Port types are
+// pcie.PortType names ("Root Port"), null without a PCI Express capability; a device
+// whose ACS state is not known gets ACS "unknown", which never equals a fact.
+func ParseTopoJSON(b []byte) (View, []Switch, error) {
+	var doc topoJSON
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return View{}, nil, fmt.Errorf("vmtest: topo json: %w", err)
+	}
+	names := map[string]string{}
+	for t, w := range portTypeWords {
+		names[t.String()] = w
+	}
+	v := View{Facts: map[pcie.Address]Facts{}}
+	for _, d := range doc.Devices {
+		f := Func{Addr: d.Address, HostBridge: d.HostBridge, ID: d.Vendor + ":" + d.Device, Type: "pci"}
+		if d.Parent != nil {
+			f.Parent = *d.Parent
+		}
+		if d.PortType != nil {
+			if f.Type = names[*d.PortType]; f.Type == "" {
+				f.Type = "unexpected " + *d.PortType
+			}
+		}
+		if d.HeaderType != nil && *d.HeaderType == 1 {
+			if d.BusNumbers == nil {
+				return v, nil, fmt.Errorf("vmtest: topo json: bridge %s without bus_numbers", d.Address)
+			}
+			f.Bus = d.BusNumbers.Secondary + "-" + d.BusNumbers.Subordinate
+		}
+		if d.PhysFn != nil {
+			f.PhysFn = *d.PhysFn
+		}
+		facts := Facts{IOMMUGroup: -1, NUMANode: -1}
+		switch {
+		case d.ACS == nil || !d.ACS.Known:
+			facts.ACS = "unknown"
+		case d.ACS.Present:
+			facts.ACS = strings.TrimPrefix(d.ACS.Control, "0x")
+		}
+		if d.IOMMUGroup != nil {
+			facts.IOMMUGroup = *d.IOMMUGroup
+		}
+		if d.NUMANode != nil {
+			facts.NUMANode = *d.NUMANode
+		}
+		v.Funcs = append(v.Funcs, f)
+		v.Facts[d.Address] = facts
+	}
+	slices.SortFunc(v.Funcs, func(a, b Func) int { return a.Addr.Compare(b.Addr) })
+	for i := range doc.Switches {
+		slices.Sort(doc.Switches[i].Downstream)
+	}
+	slices.SortFunc(doc.Switches, func(a, b Switch) int { return strings.Compare(a.Upstream, b.Upstream) })
+	return v, doc.Switches, nil
 }

@@ -219,6 +219,28 @@ func (t *Topology) Want() []Func {
 	return fs
 }
 
+// WantSwitches are the entry's switches: each x3130 upstream port with its
+// downstream ports, ordered as ParseTopoJSON orders them.
+func (t *Topology) WantSwitches() []Switch {
+	var sw []Switch
+	placedNodes := t.layout()
+	for _, p := range placedNodes {
+		if p.n.Kind != Upstream {
+			continue
+		}
+		s := Switch{Upstream: p.addr.String()}
+		for _, c := range placedNodes {
+			if c.parent == p && c.n.Kind == Downstream {
+				s.Downstream = append(s.Downstream, c.addr.String())
+			}
+		}
+		slices.Sort(s.Downstream)
+		sw = append(sw, s)
+	}
+	slices.SortFunc(sw, func(a, b Switch) int { return strings.Compare(a.Upstream, b.Upstream) })
+	return sw
+}
+
 // Address returns the guest address of n, which must be part of t.
 func (t *Topology) Address(n *Node) (pcie.Address, bool) {
 	for _, p := range t.layout() {

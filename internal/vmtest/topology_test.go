@@ -202,4 +202,9 @@ func TestWantSwitchNVMe(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("Want() =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	sw := topo.WantSwitches()
+	if len(sw) != 1 || sw[0].Upstream != "0000:01:00.0" ||
+		!slices.Equal(sw[0].Downstream, []string{"0000:02:00.0", "0000:02:01.0", "0000:02:02.0"}) {
+		t.Errorf("WantSwitches() = %+v", sw)
+	}
 }

@@ -155,7 +155,7 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 		if s.Status != 0 {
 			t.Fatalf("p2pcheck topo: status %d:\n%s", s.Status, s.Data)
 		}
-		checkTopo(t, dump, s.Data)
+		checkTopo(t, topo, dump, s.Data)
 	})
 	if oracle != nil {
 		t.Run("pairs", func(t *testing.T) {
