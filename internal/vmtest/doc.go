@@ -43,7 +43,9 @@
 //     expected cpu_supports_p2pdma.
 //   - snapshot: the snapshot through sysfs.ReadSnapshot, PCIRecords and
 //     pcie.NewTopology equals the expected tree and the busybox facts.
-//   - topo: valid JSON naming every function.
+//   - topo: `p2pcheck topo --format json`, read from the live guest rather than a
+//     snapshot, gives the same tree, the entry's switches (upstream port and its
+//     downstream ports) and the same ACS, IOMMU group and NUMA facts.
 //   - pairs (test kernel): every ordered pair p2pcheck prints equals the kernel's map
 //     type and distance, and no pair is missing. The oracle runs before VFs exist, so
 //     a VF's verdict is taken from its PF (Oracle.WithVFs).
