@@ -31,7 +31,8 @@ type Inputs struct {
 	NCCLConf *NCCLConf
 	// Memlock is RLIMIT_MEMLOCK of the live process; nil when unknown.
 	Memlock *Rlimit
-	// NoNVML says why Node.GPU is nil: NVML missing, --quick, a snapshot.
+	// NoNVML says, as a sentence for the report, why Node.GPU is nil: NVML
+	// missing, --quick, a snapshot.
 	NoNVML string
 	// Probe holds the --probe results; nil when the probe was not asked for.
 	Probe *ProbeReport

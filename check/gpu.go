@@ -24,7 +24,7 @@ func (f *Facts) nvmlGPU(a pcie.Address) *gpu.GPU {
 // noNVML is the skip reason of a check that needs NVML.
 func (f *Facts) noNVML() string {
 	if f.NoNVML != "" {
-		return "NVML not available: " + f.NoNVML
+		return f.NoNVML
 	}
 	return "NVML not available"
 }

@@ -108,7 +108,7 @@ var testMeta = check.Meta{ToolVersion: "test", Hostname: "node1", Timestamp: tim
 // report runs every check on a machine read as a snapshot.
 func report(t *testing.T, name string) check.Report {
 	t.Helper()
-	f := check.NewFacts(loadMachine(t, name), check.Inputs{Source: check.Snapshot, NoNVML: "a snapshot carries no NVML state"})
+	f := check.NewFacts(loadMachine(t, name), check.Inputs{Source: check.Snapshot, NoNVML: "NVML not queried: a snapshot carries no NVML state"})
 	res, err := check.Run(f, nil)
 	if err != nil {
 		t.Fatal(err)

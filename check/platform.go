@@ -157,6 +157,9 @@ func checkKernelP2PDMA(f *Facts) Result {
 		if len(providers) > 0 {
 			r.Summary += fmt.Sprintf("; %d p2pmem provider(s): %s", len(providers), strings.Join(providers, ", "))
 		}
+	case v == sysfs.ConfigNo && len(f.pairs()) == 0:
+		r.Status = Skip
+		r.Summary = "kernel built without CONFIG_PCI_P2PDMA, but no peer-to-peer pair here would use it"
 	case v == sysfs.ConfigNo:
 		r.Status = Warn
 		r.Summary = "kernel built without CONFIG_PCI_P2PDMA: kernel P2PDMA users (NVMe CMB, p2pmem, RDMA P2P) cannot work"
@@ -425,12 +428,18 @@ const memlockMin = 16 << 30
 
 // checkMemlock checks RLIMIT_MEMLOCK of the running process (F14): RDMA memory
 // registration pins host pages against it, and a low limit makes ibv_reg_mr fail
-// ("Couldn't allocate MR"). Only the live process has a limit to read.
+// ("Couldn't allocate MR"). Only the live process has a limit to read, and it
+// only matters with an RDMA NIC.
 func checkMemlock(f *Facts) Result {
 	r := Result{Refs: []string{"field-checks.md F14 (ulimit -l)", "AWS gpu-cluster-healthcheck README", "getrlimit(2)"}}
 	if f.Memlock == nil {
 		r.Status = Skip
 		r.Summary = "RLIMIT_MEMLOCK is a property of a running process: unknown for a snapshot or another root"
+		return r
+	}
+	if len(f.NICs()) == 0 {
+		r.Status = Skip
+		r.Summary = "no RDMA NIC: the limit only bounds RDMA memory registration"
 		return r
 	}
 	r.Observed = "soft " + limitString(f.Memlock.Soft) + ", hard " + limitString(f.Memlock.Hard)

@@ -312,16 +312,22 @@ func checkAER(f *Facts) Result {
 	}
 	with, known := 0, 0
 	for _, d := range devs {
-		if d.Config == nil || !d.Config.ExtCapsKnown {
-			continue
-		}
-		known++
-		if d.Config.AER {
-			with++
+		switch c := d.Config; {
+		case c == nil:
+		case c.ExtCapsKnown:
+			known++
+			if c.AER {
+				with++
+			}
+		case c.CapsKnown && c.Express == nil:
+			known++ // conventional PCI: no extended space, no AER
 		}
 	}
 	if known == 0 {
 		r.Summary = "AER capability unknown: extended config space is unreadable without root; error counters are not read yet"
+		if f.Privileged {
+			r.Summary = "AER capability unknown: no configuration space decoded; error counters are not read yet"
+		}
 		return r
 	}
 	r.Observed = fmt.Sprintf("AER capability on %d of %d functions on peer paths", with, known)

@@ -50,7 +50,7 @@ func machineReport(t *testing.T, name string) check.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := check.NewFacts(n, check.Inputs{Source: check.Snapshot, NoNVML: "a snapshot carries no NVML state"})
+	f := check.NewFacts(n, check.Inputs{Source: check.Snapshot, NoNVML: "NVML not queried: a snapshot carries no NVML state"})
 	res, err := check.Run(f, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -192,13 +192,13 @@ func (ro *reportOptions) gather(n *node.Node) check.Inputs {
 func (ro *reportOptions) nvml(n *node.Node, src check.Source) string {
 	switch {
 	case ro.quick:
-		return "--quick does not query NVML"
+		return "NVML not queried: --quick"
 	case ro.global.noNVML:
-		return "--no-nvml given"
+		return "NVML not queried: --no-nvml"
 	case src == check.Snapshot:
-		return "a snapshot carries no NVML state"
+		return "NVML not queried: a snapshot carries no NVML state"
 	case src == check.Root:
-		return "NVML describes this machine, not the tree under --root"
+		return "NVML not queried: it describes this machine, not the tree under --root"
 	}
 	if err := n.ProbeGPUs(); err != nil {
 		return err.Error()
