@@ -112,6 +112,11 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 	if s, ok := sec["setup"]; ok && s.Status != 0 {
 		t.Fatalf("guest setup failed (status %d):\n%s", s.Status, s.Data)
 	}
+	for _, c := range []Capture{CaptureRelease, CaptureDmesg, CapturePCI} {
+		if s, ok := sec[c.Name]; !ok || s.Status != 0 || len(s.Data) == 0 {
+			t.Fatalf("guest capture %s missing or failed (status %d):\n%s", c.Name, s.Status, s.Data)
+		}
+	}
 
 	dump, err := ParsePCIDump(sec[CapturePCI.Name].Data)
 	if err != nil {
