@@ -74,8 +74,11 @@ type Link struct {
 
 // FixFirst names the first result to act on.
 type FixFirst struct {
-	ID          string `json:"id"`
-	Status      Status `json:"status"`
+	ID     string `json:"id"`
+	Status Status `json:"status"`
+	// Subject is the result's first subject (a PCI address, a GPU pair, a
+	// setting); empty for a node-wide result.
+	Subject     string `json:"subject,omitempty"`
 	Summary     string `json:"summary"`
 	Remediation string `json:"remediation,omitempty"`
 }
@@ -134,6 +137,9 @@ func NewReport(f *Facts, results []Result, m Meta) Report {
 	}
 	if r := First(results); r != nil {
 		ff := &FixFirst{ID: r.ID, Status: r.Status, Summary: r.Summary}
+		if len(r.Subjects) > 0 {
+			ff.Subject = r.Subjects[0]
+		}
 		if len(r.Remediation) > 0 {
 			ff.Remediation = r.Remediation[0]
 		}

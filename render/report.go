@@ -55,7 +55,11 @@ func ReportText(w io.Writer, r check.Report, s Style) error {
 	p.line("")
 	p.line(fmt.Sprintf("overall: %s (exit %d)", statusWord(r.Overall, s), r.ExitCode))
 	if ff := r.FixFirst; ff != nil {
-		line := "fix first: " + ff.ID + ": " + ff.Summary
+		line := "fix first: " + ff.ID
+		if ff.Subject != "" {
+			line += " " + ff.Subject
+		}
+		line += ": " + ff.Summary
 		if ff.Remediation != "" {
 			line += " -> " + ff.Remediation
 		}
