@@ -10,6 +10,10 @@ type Record struct {
 	// and the elements between it and the last are the upstream bridges.
 	Path string
 
+	// The IDs, class and revision, as the attributes of the same names show them:
+	// the kernel's copy of the standard header. sysfs takes them from Config when
+	// the header was read (a VF's, which reads 0xffff, and a bridge's subsystem IDs
+	// excepted).
 	Vendor, Device       uint16 // vendor, device
 	SubVendor, SubDevice uint16 // subsystem_vendor, subsystem_device
 	Class                uint32 // class: base<<16 | sub<<8 | prog-if
@@ -26,8 +30,12 @@ type Record struct {
 	IOMMUGroup   *int   // iommu_group link target's number
 	LocalCPUList string // local_cpulist, e.g. "0-31"
 
-	CurrentLink Link // current_link_speed, current_link_width
-	MaxLink     Link // max_link_speed, max_link_width
+	// CurrentLink and MaxLink are the link attributes (current_link_speed and
+	// _width, max_link_speed and _width). They read LNKSTA and LNKCAP again, so
+	// sysfs reads them only when Config does not hold the PCI Express capability
+	// (an unprivileged reader); Device.Link merges both.
+	CurrentLink Link
+	MaxLink     Link
 
 	Resources []Resource // resource, one per line (BARs, ROM, bridge windows)
 

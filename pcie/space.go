@@ -46,33 +46,36 @@ func (s *space) has(off, n int) bool {
 
 // ReadConfig reads, from r (a sysfs config file of the given size), the registers
 // ParseConfig decodes and nothing else, and returns them as a configuration space
-// that ParseConfig decodes identically: registers never read are zero. The slice
-// is as long as what the caller may read: size for root, the 64-byte header for
-// an unprivileged reader, whose reads past it return nothing
-// (drivers/pci/pci-sysfs.c pci_read_config).
+// that ParseConfig decodes identically (registers never read are zero), with the
+// decoded Config. The slice is as long as what the caller may read: size for root,
+// the 64-byte header for an unprivileged reader, whose reads past it return nothing
+// (drivers/pci/pci-sysfs.c pci_read_config). A space that reads but does not
+// decode (all ones) is returned with a nil Config and the decoding error.
 //
 // Every register read through sysfs is a separate configuration cycle, and in a
 // virtual machine each one traps to the hypervisor: reading 4 KiB of extended
 // space costs a thousand exits, a handful of capabilities a few dozen.
-func ReadConfig(r io.ReaderAt, size int) ([]byte, error) {
+func ReadConfig(r io.ReaderAt, size int) ([]byte, *Config, error) {
 	if size > ConfigExpSize {
 		size = ConfigExpSize
 	}
 	if size < ConfigHeaderSize {
-		return nil, fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidConfig, size, ConfigHeaderSize)
+		return nil, nil, fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidConfig, size, ConfigHeaderSize)
 	}
 	b := make([]byte, size)
 	if n, err := r.ReadAt(b[:ConfigHeaderSize], 0); n < ConfigHeaderSize {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("pcie: reading config header: %w", err)
+		return nil, nil, fmt.Errorf("pcie: reading config header: %w", err)
 	}
 	if size > ConfigHeaderSize {
 		var probe [4]byte
 		if n, _ := r.ReadAt(probe[:], ConfigHeaderSize); n == 0 {
 			// Not CAP_SYS_ADMIN: the kernel stops at the header.
-			return b[:ConfigHeaderSize], nil
+			b = b[:ConfigHeaderSize]
+			c, err := ParseConfig(b)
+			return b, c, err
 		}
 	}
 	s := &space{b: b, loaded: make([]bool, (size+configChunk-1)/configChunk)}
@@ -89,8 +92,9 @@ func ReadConfig(r io.ReaderAt, size int) ([]byte, error) {
 		}
 		return nil
 	}
-	if _, err := parseSpace(s); err != nil && s.err != nil {
-		return nil, s.err
+	c, err := parseSpace(s)
+	if s.err != nil {
+		return nil, nil, s.err
 	}
-	return b, nil
+	return b, c, err
 }

@@ -64,7 +64,7 @@ func TestReadConfigSparse(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := &countingReader{b: b, limit: len(b), failAt: -1}
-			sparse, err := ReadConfig(r, len(b))
+			sparse, direct, err := ReadConfig(r, len(b))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,6 +75,9 @@ func TestReadConfigSparse(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("sparse decode differs (-whole +sparse):\n%s", diff)
 			}
+			if diff := cmp.Diff(want, direct); diff != "" {
+				t.Errorf("ReadConfig's own decode differs (-whole +returned):\n%s", diff)
+			}
 			if r.dwords*4 > len(b)/2 && len(b) == ConfigExpSize {
 				t.Errorf("read %d of %d registers", r.dwords, len(b)/4)
 			}
@@ -84,9 +87,12 @@ func TestReadConfigSparse(t *testing.T) {
 
 func TestReadConfigUnprivileged(t *testing.T) {
 	b := fullEndpoint().bytes(ConfigExpSize)
-	got, err := ReadConfig(&countingReader{b: b, limit: ConfigHeaderSize, failAt: -1}, len(b))
+	got, c, err := ReadConfig(&countingReader{b: b, limit: ConfigHeaderSize, failAt: -1}, len(b))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c == nil || c.CapsKnown || c.Size != ConfigHeaderSize {
+		t.Errorf("unprivileged decode %+v, want the header only", c)
 	}
 	if !bytes.Equal(got, b[:ConfigHeaderSize]) {
 		t.Errorf("unprivileged read gave %d bytes, want the 64-byte header", len(got))
@@ -108,7 +114,7 @@ func TestReadConfigErrors(t *testing.T) {
 		{"capability read fails", &countingReader{b: b, limit: len(b), failAt: 0x100, readErr: boom}, ConfigExpSize, boom},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := ReadConfig(tt.r, tt.size); !errors.Is(err, tt.want) {
+			if _, _, err := ReadConfig(tt.r, tt.size); !errors.Is(err, tt.want) {
 				t.Errorf("ReadConfig error %v, want %v", err, tt.want)
 			}
 		})
@@ -124,8 +130,8 @@ func FuzzReadConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		b = b[:min(len(b), ConfigExpSize)] // no config file is larger
 		want, werr := ParseConfig(b)
-		sparse, err := ReadConfig(&countingReader{b: b, limit: len(b), failAt: -1}, len(b))
-		if err != nil {
+		sparse, _, err := ReadConfig(&countingReader{b: b, limit: len(b), failAt: -1}, len(b))
+		if err != nil && sparse == nil {
 			if len(b) >= ConfigHeaderSize {
 				t.Fatalf("ReadConfig of %d bytes: %v", len(b), err)
 			}

@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -274,39 +275,62 @@ func (d *deviceDir) list(name string) []string {
 // config reads the config file through pcie.ReadConfig: only the registers the
 // decoder uses, since every register read through sysfs is a configuration cycle
 // (and, in a VM, an exit to the hypervisor). The read stops where the kernel stops:
-// 64 bytes for a reader without CAP_SYS_ADMIN (pci-sysfs.c pci_read_config).
-func (d *deviceDir) config() {
+// 64 bytes for a reader without CAP_SYS_ADMIN (pci-sysfs.c pci_read_config). It
+// returns the decoded space, nil when there is none; decoding errors are left to
+// pcie.NewTopology, which reports them against the device.
+func (d *deviceDir) config() *pcie.Config {
 	name := join(d.name, "config")
 	if !d.has("config") {
 		d.fail(pathErr("read", name, fs.ErrNotExist))
-		return
+		return nil
 	}
 	f, size, err := d.t.openReaderAt("config")
 	if err != nil {
 		d.fail(pathErr("open", name, err))
-		return
+		return nil
 	}
 	defer f.Close()
-	b, err := pcie.ReadConfig(f, int(min(size, configLimit)))
-	if err != nil {
+	b, c, err := pcie.ReadConfig(f, int(min(size, configLimit)))
+	if b == nil {
 		d.fail(pathErr("read", name, err))
-		return
+		return nil
 	}
 	d.rec.Config = b
+	return c
+}
+
+// ids fills the IDs, class and revision. The attributes show the kernel's cached
+// copy of the standard header (pci-sysfs.c vendor_show and friends), so when the
+// header was read they are taken from it, saving six files per function. A VF's ID
+// registers read 0xffff, a header of zeros is no header, and a bridge has no
+// subsystem IDs in its header (the kernel reads them from its SSVID capability):
+// those come from sysfs.
+func (d *deviceDir) ids(c *pcie.Config) {
+	r := d.rec
+	le := binary.LittleEndian
+	if c != nil && c.Vendor != 0xffff && c.Vendor != 0 {
+		r.Vendor, r.Device, r.Class, r.Revision = c.Vendor, c.Device, c.Class, c.Revision
+		if c.HeaderType == 0 {
+			r.SubVendor, r.SubDevice = le.Uint16(r.Config[0x2c:]), le.Uint16(r.Config[0x2e:])
+			return
+		}
+	} else {
+		d.hex("vendor", 16, true, func(v uint64) { r.Vendor = uint16(v) })
+		d.hex("device", 16, true, func(v uint64) { r.Device = uint16(v) })
+		d.hex("revision", 8, false, func(v uint64) { r.Revision = uint8(v) })
+		d.attr("class", attrLimit, true, func(b []byte) (err error) {
+			r.Class, err = parseClass(b)
+			return err
+		})
+	}
+	d.hex("subsystem_vendor", 16, false, func(v uint64) { r.SubVendor = uint16(v) })
+	d.hex("subsystem_device", 16, false, func(v uint64) { r.SubDevice = uint16(v) })
 }
 
 func (d *deviceDir) fill() {
 	r := d.rec
-	d.hex("vendor", 16, true, func(v uint64) { r.Vendor = uint16(v) })
-	d.hex("device", 16, true, func(v uint64) { r.Device = uint16(v) })
-	d.hex("subsystem_vendor", 16, false, func(v uint64) { r.SubVendor = uint16(v) })
-	d.hex("subsystem_device", 16, false, func(v uint64) { r.SubDevice = uint16(v) })
-	d.hex("revision", 8, false, func(v uint64) { r.Revision = uint8(v) })
-	d.attr("class", attrLimit, true, func(b []byte) (err error) {
-		r.Class, err = parseClass(b)
-		return err
-	})
-	d.config()
+	c := d.config()
+	d.ids(c)
 	if target, ok := d.link("driver"); ok {
 		r.Driver = path.Base(target)
 	}
@@ -329,8 +353,12 @@ func (d *deviceDir) fill() {
 		r.LocalCPUList = attrString(b)
 		return nil
 	})
-	d.linkAttrs("current", &r.CurrentLink)
-	d.linkAttrs("max", &r.MaxLink)
+	// The link attributes read LNKSTA and LNKCAP again (pci-sysfs.c
+	// current_link_speed_show); skip them when the capability was decoded.
+	if c == nil || c.Express == nil || !c.Express.HasLink {
+		d.linkAttrs("current", &r.CurrentLink)
+		d.linkAttrs("max", &r.MaxLink)
+	}
 	d.attr("resource", attrLimit, false, func(b []byte) (err error) {
 		r.Resources, err = parseResource(b)
 		return err

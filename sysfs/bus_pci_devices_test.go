@@ -27,7 +27,8 @@ func mustAddr(t testing.TB, s string) pcie.Address {
 func ptr[T any](v T) *T { return &v }
 
 // h200GPU is what the capture says of GPU at addr (testdata/h200-2gpu-vm/README.md):
-// Gen5 x16, BAR0 16 MiB, BAR1 (resource index 2) 256 GiB, BAR3 (index 4) 32 MiB.
+// BAR0 16 MiB, BAR1 (resource index 2) 256 GiB, BAR3 (index 4) 32 MiB. The Gen5 x16
+// link is in config space (LNKSTA, LNKCAP), so the link attributes are not read.
 func h200GPU(t testing.TB, addr string, bar0, bar1, bar3 uint64) pcie.Record {
 	const flags = 0x14220c // IORESOURCE_MEM | PREFETCH | MEM_64 | SIZEALIGN, BAR bits
 	return pcie.Record{
@@ -35,8 +36,6 @@ func h200GPU(t testing.TB, addr string, bar0, bar1, bar3 uint64) pcie.Record {
 		Vendor: 0x10de, Device: 0x2335, SubVendor: 0x10de, SubDevice: 0x18bf,
 		Class: 0x030200, Revision: 0xa1, Driver: "nvidia", NUMANode: ptr(-1),
 		LocalCPUList: "0-31",
-		CurrentLink:  pcie.Link{Speed: 5, Width: 16},
-		MaxLink:      pcie.Link{Speed: 5, Width: 16},
 		Resources: []pcie.Resource{
 			{Index: 0, Start: bar0, End: bar0 + 16<<20 - 1, Flags: flags},
 			{Index: 2, Start: bar1, End: bar1 + 256<<30 - 1, Flags: flags},
@@ -218,7 +217,7 @@ func TestPCIRecordsBadFunction(t *testing.T) {
 			symlink("sys/bus/pci/devices/0000:00:02.0", "../../../devices/pci0000:00/0000:00:02.0"),
 			file("sys/devices/pci0000:00/0000:00:02.0/vendor", "0x10de\n"),
 			file("sys/devices/pci0000:00/0000:00:02.0/device", "0x10de\n"),
-			file("sys/devices/pci0000:00/0000:00:02.0/config", "\x00"),
+			file("sys/devices/pci0000:00/0000:00:02.0/config", strings.Repeat("\x00", 64)),
 		}, "/sys/devices/pci0000:00/0000:00:02.0/class"},
 		{"link out of the root", []entry{symlink("sys/bus/pci/devices/0000:00:02.0", "../../../../../etc")},
 			"outside the root"},
