@@ -301,20 +301,15 @@ func (d *deviceDir) config() *pcie.Config {
 
 // ids fills the IDs, class and revision. The attributes show the kernel's cached
 // copy of the standard header (pci-sysfs.c vendor_show and friends), so when the
-// header was read they are taken from it, saving six files per function. A VF's ID
-// registers read 0xffff, a header of zeros is no header, and a bridge has no
-// subsystem IDs in its header (the kernel reads them from its SSVID capability):
-// those come from sysfs.
+// header was read they are taken from it, saving six files per function. Three
+// exceptions come from sysfs: a VF's vendor and device IDs, which its registers
+// read as 0xffff (the kernel takes them from the PF's SR-IOV capability,
+// drivers/pci/iov.c); a bridge's subsystem IDs, which the kernel reads from its
+// SSVID capability; and everything when the header is missing or all zeros.
 func (d *deviceDir) ids(c *pcie.Config) {
 	r := d.rec
 	le := binary.LittleEndian
-	if c != nil && c.Vendor != 0xffff && c.Vendor != 0 {
-		r.Vendor, r.Device, r.Class, r.Revision = c.Vendor, c.Device, c.Class, c.Revision
-		if c.HeaderType == 0 {
-			r.SubVendor, r.SubDevice = le.Uint16(r.Config[0x2c:]), le.Uint16(r.Config[0x2e:])
-			return
-		}
-	} else {
+	if c == nil || c.Vendor == 0 {
 		d.hex("vendor", 16, true, func(v uint64) { r.Vendor = uint16(v) })
 		d.hex("device", 16, true, func(v uint64) { r.Device = uint16(v) })
 		d.hex("revision", 8, false, func(v uint64) { r.Revision = uint8(v) })
@@ -322,7 +317,26 @@ func (d *deviceDir) ids(c *pcie.Config) {
 			r.Class, err = parseClass(b)
 			return err
 		})
+		d.subsystem()
+		return
 	}
+	r.Class, r.Revision = c.Class, c.Revision
+	if c.Vendor == 0xffff {
+		d.hex("vendor", 16, true, func(v uint64) { r.Vendor = uint16(v) })
+		d.hex("device", 16, true, func(v uint64) { r.Device = uint16(v) })
+	} else {
+		r.Vendor, r.Device = c.Vendor, c.Device
+	}
+	if c.HeaderType != 0 {
+		d.subsystem()
+		return
+	}
+	r.SubVendor, r.SubDevice = le.Uint16(r.Config[0x2c:]), le.Uint16(r.Config[0x2e:])
+}
+
+// subsystem reads the subsystem ID attributes.
+func (d *deviceDir) subsystem() {
+	r := d.rec
 	d.hex("subsystem_vendor", 16, false, func(v uint64) { r.SubVendor = uint16(v) })
 	d.hex("subsystem_device", 16, false, func(v uint64) { r.SubDevice = uint16(v) })
 }

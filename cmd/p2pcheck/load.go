@@ -29,12 +29,23 @@ func (o *globalOptions) openFS() (sysfs.FS, error) {
 // load reads the machine into a node.Node. Warnings (unreadable files, a missing
 // pci.ids) go to stderr in text mode; JSON output carries them itself.
 func (o *globalOptions) load() (*node.Node, error) {
+	return o.loadWith(node.Options{})
+}
+
+// loadTree is load for commands that show the tree alone (topo, matrix): the
+// platform facts are not read.
+func (o *globalOptions) loadTree() (*node.Node, error) {
+	return o.loadWith(node.Options{NoPlatform: true})
+}
+
+func (o *globalOptions) loadWith(opt node.Options) (*node.Node, error) {
 	fsys, err := o.openFS()
 	if err != nil {
 		return nil, err
 	}
 	defer fsys.Close()
-	n, err := node.Load(fsys, node.Options{Kernel: o.kernel})
+	opt.Kernel = o.kernel
+	n, err := node.Load(fsys, opt)
 	switch {
 	case errors.Is(err, node.ErrBadKernelVersion):
 		return nil, usageError("--kernel-version: %v", err)

@@ -26,7 +26,7 @@ snapshot) uses sysfs and config space alone.`,
 		Example: "  p2pcheck matrix\n  p2pcheck matrix --no-nvml --format json",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			n, err := o.load()
+			n, err := o.loadTree()
 			if err != nil {
 				return err
 			}

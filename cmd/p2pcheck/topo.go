@@ -17,7 +17,7 @@ the IOMMU group and the large BARs. --format json emits the full model.`,
 		Example: "  p2pcheck topo\n  sudo p2pcheck topo --format json | jq '.devices[] | select(.acs.present)'\n  p2pcheck --snapshot node7.tar.gz topo",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			n, err := o.load()
+			n, err := o.loadTree()
 			if err != nil {
 				return err
 			}

@@ -24,6 +24,9 @@ type Options struct {
 	PCIIDs string
 	// NoNames skips loading pci.ids.
 	NoNames bool
+	// NoPlatform skips the platform facts (/proc, IOMMU groups, kernel config) for
+	// commands that show the tree alone; P2P then holds no CPU or kernel facts.
+	NoPlatform bool
 }
 
 // Node is one machine as p2pcheck sees it.
@@ -64,11 +67,13 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 			n.Warnings = append(n.Warnings, r.Err)
 		}
 	}
-	n.Platform, err = fsys.Platform()
-	if err != nil {
-		n.Warnings = append(n.Warnings, err)
+	if !opt.NoPlatform {
+		n.Platform, err = fsys.Platform()
+		if err != nil {
+			n.Warnings = append(n.Warnings, err)
+		}
+		n.P2P = p2pPlatform(n.Platform, override)
 	}
-	n.P2P = p2pPlatform(n.Platform, override)
 	if !opt.NoNames {
 		if err := annotate(n.Topology, opt.PCIIDs); err != nil {
 			n.Warnings = append(n.Warnings, err)
