@@ -44,7 +44,7 @@ func (o *globalOptions) loadWith(opt node.Options) (*node.Node, error) {
 		return nil, err
 	}
 	defer fsys.Close()
-	opt.Kernel = o.kernel
+	opt.Kernel, opt.PCIIDs = o.kernel, o.pciIDs
 	n, err := node.Load(fsys, opt)
 	switch {
 	case errors.Is(err, node.ErrBadKernelVersion):

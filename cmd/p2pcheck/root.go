@@ -16,6 +16,7 @@ type globalOptions struct {
 	noColor  bool
 	kernel   string
 	noNVML   bool
+	pciIDs   string
 
 	stdout, stderr io.Writer
 }
@@ -63,6 +64,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	pf.BoolVar(&o.noColor, "no-color", false, "never color the text output (default: color on a terminal)")
 	pf.StringVar(&o.kernel, "kernel-version", "", "apply the P2PDMA host-bridge whitelist of this kernel `X.Y` (default: the analysed kernel's)")
 	pf.BoolVar(&o.noNVML, "no-nvml", false, "do not ask NVML for GPU facts (sysfs and config space only)")
+	pf.StringVar(&o.pciIDs, "pci-ids", "", "name devices from this pci.ids `FILE` (default: the system's, e.g. /usr/share/misc/pci.ids)")
 
 	ro.addFlags(cmd)
 	cmd.AddCommand(

@@ -1,6 +1,9 @@
 package node
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/p2pkit/p2pkit/internal/pciids"
 	"github.com/p2pkit/p2pkit/pcie"
 )
@@ -9,6 +12,9 @@ import (
 // when empty). A missing database is reported and leaves names empty.
 func annotate(t *pcie.Topology, path string) error {
 	db, err := pciids.Load(path)
+	if errors.Is(err, pciids.ErrNoDatabase) && path == "" {
+		return fmt.Errorf("device names unavailable: no pci.ids on this host (install the pci.ids, pciutils or hwdata package, or pass --pci-ids FILE): %w", err)
+	}
 	if err != nil {
 		return err
 	}
