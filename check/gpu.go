@@ -152,6 +152,7 @@ func checkDataIntegrity(f *Facts) Result {
 	r.Status = Pass
 	verified, noPeer := 0, 0
 	var bws []string
+	lo, hi := 0.0, 0.0
 	for _, p := range pr.Pairs {
 		subj := fmt.Sprintf("gpu%d->gpu%d", p.Src, p.Dst)
 		switch {
@@ -170,6 +171,10 @@ func checkDataIntegrity(f *Facts) Result {
 		default:
 			verified++
 			bws = append(bws, fmt.Sprintf("%s %.1f GB/s", subj, p.BytesPerSecond/1e9))
+			if verified == 1 || p.BytesPerSecond < lo {
+				lo = p.BytesPerSecond
+			}
+			hi = max(hi, p.BytesPerSecond)
 		}
 	}
 	r.Observed = fmt.Sprintf("%d of %d pairs verified with %s each", verified, len(pr.Pairs), sizeString(pr.Size))
@@ -185,7 +190,7 @@ func checkDataIntegrity(f *Facts) Result {
 	case Error:
 		r.Summary = fmt.Sprintf("the probe failed on %d pair(s)", len(r.Subjects))
 	default:
-		r.Summary = fmt.Sprintf("peer-to-peer copies verified on %d pair(s)", verified)
+		r.Summary = fmt.Sprintf("peer-to-peer copies verified on %d pair(s), %.0f-%.0f GB/s", verified, lo/1e9, hi/1e9)
 		if verified == 0 {
 			r.Status, r.Summary = Skip, "no GPU pair has peer access"
 		} else if noPeer > 0 {

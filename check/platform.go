@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -123,6 +124,20 @@ func checkIOMMU(f *Facts) Result {
 	return r
 }
 
+// kernelP2PDMAUsers reports whether some pair of interest has an endpoint that
+// moves data through the kernel's P2PDMA: an NVMe controller, an RDMA NIC or a
+// p2pmem provider.
+func (f *Facts) kernelP2PDMAUsers() bool {
+	for _, p := range f.pairs() {
+		for _, d := range []*pcie.Device{p.a, p.b} {
+			if d.IsNVMe() || isRDMANIC(d) || d.P2PMem != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func vendorIOMMUParam(f *Facts) string {
 	if c := f.Node.Platform.CPU; c != nil && c.VendorID == "AuthenticAMD" {
 		return "amd_iommu=on"
@@ -134,7 +149,8 @@ func vendorIOMMUParam(f *Facts) string {
 // which kernel peer-to-peer users need (NVMe controller memory buffers, p2pmem,
 // RDMA and NVMe-oF target offload through struct pages; drivers/pci/p2pdma.c),
 // and lists the p2pmem providers (/sys/bus/pci/devices/*/p2pmem). NVIDIA GPU
-// P2P and GPUDirect RDMA do not depend on it, so its absence warns.
+// P2P and GPUDirect RDMA do not depend on it, so its absence warns, and only
+// where a kernel user of it is present.
 func checkKernelP2PDMA(f *Facts) Result {
 	r := Result{Refs: []string{refP2PDMA, "linux Documentation/driver-api/pci/p2pdma.rst", "linux Documentation/ABI/testing/sysfs-bus-pci (p2pmem)"}}
 	kc := f.Node.Platform.KernelConfig
@@ -157,9 +173,9 @@ func checkKernelP2PDMA(f *Facts) Result {
 		if len(providers) > 0 {
 			r.Summary += fmt.Sprintf("; %d p2pmem provider(s): %s", len(providers), strings.Join(providers, ", "))
 		}
-	case v == sysfs.ConfigNo && len(f.pairs()) == 0:
+	case v == sysfs.ConfigNo && !f.kernelP2PDMAUsers():
 		r.Status = Skip
-		r.Summary = "kernel built without CONFIG_PCI_P2PDMA, but no peer-to-peer pair here would use it"
+		r.Summary = "kernel built without CONFIG_PCI_P2PDMA, but no NVMe controller, RDMA NIC or p2pmem provider here would use it"
 	case v == sysfs.ConfigNo:
 		r.Status = Warn
 		r.Summary = "kernel built without CONFIG_PCI_P2PDMA: kernel P2PDMA users (NVMe CMB, p2pmem, RDMA P2P) cannot work"
@@ -411,11 +427,15 @@ func presence(known, present bool, what string) string {
 	return "no gdrdrv"
 }
 
+// nodeString describes a device node as ls -l does: "crw-rw-rw- 235:0".
 func nodeString(n *sysfs.DevNode) string {
 	if n == nil {
 		return "absent"
 	}
 	s := n.Mode.String()
+	if n.Mode&fs.ModeCharDevice != 0 {
+		s = "c" + n.Mode.Perm().String()[1:]
+	}
 	if n.NumberKnown {
 		s += fmt.Sprintf(" %d:%d", n.Major, n.Minor)
 	}

@@ -25,13 +25,13 @@ const (
 const noPairs = "fewer than two GPUs, NICs or NVMe controllers: no peer-to-peer pair to judge"
 
 // checkReachability reports the pairs the kernel's P2PDMA code refuses
-// (not-supported): GPUs under host bridges the kernel does not whitelist, or
+// (not-supported): peers under host bridges the kernel does not whitelist, or
 // below different root complexes without the AMD Zen rule
 // (drivers/pci/p2pdma.c calc_map_type_and_dist, cpu_supports_p2pdma). It is the
-// first gate: nothing else matters for a pair that cannot be mapped at all.
-// Refused pairs warn rather than fail because the NVIDIA driver takes its own P2P
-// decision for GPU pairs (see nvml_p2p_status); kernel users of P2PDMA (NVMe
-// p2pmem, RDMA over p2pdma pages) are blocked.
+// first gate for the kernel's P2PDMA users (NVMe p2pmem and CMB, RDMA on p2pdma
+// pages): a refused pair with an NVMe controller, a NIC or a p2pmem provider
+// warns. GPU-to-GPU pairs are listed but only informational, since NVIDIA GPUs
+// copy peer-to-peer on the NVIDIA driver's own decision (nvml_p2p_status).
 func checkReachability(f *Facts) Result {
 	r := Result{Refs: []string{refP2PDMA, "field-checks.md F12 (CPU and host-bridge limits)"}}
 	ps := f.pairs()
@@ -40,37 +40,39 @@ func checkReachability(f *Facts) Result {
 		return r
 	}
 	counts := map[p2pdma.MapType]int{}
-	gpuOnly := true // every refused pair is GPU-to-GPU
+	refusedGPU := 0 // refused GPU-to-GPU pairs
 	r.Status = Pass
 	for _, p := range ps {
 		v := f.verdict(p)
 		counts[v.MapType]++
-		switch v.MapType {
-		case p2pdma.NotSupported:
-			r.Status = worse(r.Status, Warn)
-			gpuOnly = gpuOnly && p.a.IsGPU() && p.b.IsGPU()
-			subj := pairSubject(p)
+		subj := pairSubject(p)
+		switch {
+		case v.MapType == p2pdma.NotSupported && p.a.IsGPU() && p.b.IsGPU():
+			refusedGPU++
+			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass, Message: "not-supported for kernel P2PDMA (the NVIDIA driver decides GPU P2P): " + v.Reason})
+		case v.MapType == p2pdma.NotSupported:
+			r.Status = Warn
 			r.Subjects = append(r.Subjects, subj)
 			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Warn, Message: "not-supported: " + v.Reason})
-		case p2pdma.Unknown:
-			r.Findings = append(r.Findings, Finding{Subject: pairSubject(p), Status: Skip, Message: "unknown: " + v.Reason})
+		case v.MapType == p2pdma.Unknown:
+			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Skip, Message: "unknown: " + v.Reason})
 		}
 	}
 	r.Observed = mapTypeCounts(counts)
-	r.Expected = "bus-addr or thru-host-bridge for every pair"
+	r.Expected = "bus-addr or thru-host-bridge for every pair with an NVMe controller, NIC or p2pmem provider"
+	refused := counts[p2pdma.NotSupported] - refusedGPU
 	switch {
-	case counts[p2pdma.NotSupported] > 0:
-		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA for %d of %d pair(s)", counts[p2pdma.NotSupported], len(ps))
-		if gpuOnly {
-			r.Summary += ": kernel P2PDMA users are blocked; GPU-to-GPU copies follow the NVIDIA driver's own decision (nvml_p2p_status)"
-		}
+	case refused > 0:
+		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA for %d pair(s) with an NVMe controller, NIC or p2pmem provider", refused)
 		r.Remediation = []string{
 			"place peers below one PCIe switch or one root complex, or use a CPU/host bridge the kernel whitelists (drivers/pci/p2pdma.c pci_p2pdma_whitelist)",
 		}
 	case counts[p2pdma.Unknown] > 0:
 		r.Status = Skip
-		r.Summary = fmt.Sprintf("%d of %d verdicts depend on ACS state that could not be read (run as root); the other %d are allowed",
+		r.Summary = fmt.Sprintf("%d of %d verdicts depend on ACS state that could not be read (run as root); the other %d are known",
 			counts[p2pdma.Unknown], len(ps), len(ps)-counts[p2pdma.Unknown])
+	case refusedGPU > 0:
+		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA only between GPUs (%d pair(s)); GPU copies follow the NVIDIA driver's decision (nvml_p2p_status)", refusedGPU)
 	default:
 		r.Summary = fmt.Sprintf("the kernel allows P2PDMA for all %d pair(s)", len(ps))
 	}
