@@ -55,17 +55,12 @@ type DB struct {
 	Path string
 
 	data    []byte
-	vendors map[uint16]vendorIndex // where each vendor's line is
-	classes int                    // offset of the first "C " line, or len(data)
+	vendors []int32 // by vendor ID: offset of the vendor's line + 1, 0 when absent
+	classes int     // offset of the first "C " line, or len(data)
 
 	mu      sync.Mutex
 	devices map[uint16]map[uint16]*device // parsed vendor blocks
 	classNm map[uint16]string             // see classNames
-}
-
-type vendorIndex struct {
-	name string
-	body int // offset of the line after the vendor's
 }
 
 type device struct {
@@ -128,27 +123,41 @@ func readAll(path string) ([]byte, error) {
 }
 
 // index finds the vendor lines ("vvvv  Name" at the start of a line) up to the
-// class section ("C cc  Name").
+// class section ("C cc  Name"). It keeps offsets only; names are cut out when
+// asked for. A table indexed by vendor ID costs 256 KiB and no hashing.
 func (db *DB) index() error {
-	db.vendors = make(map[uint16]vendorIndex, 4096)
+	if len(db.data) >= 1<<31 {
+		return fmt.Errorf("too large")
+	}
+	db.vendors = make([]int32, 1<<16)
 	db.classes = len(db.data)
 	for off, lineNo := 0, 1; off < len(db.data); lineNo++ {
 		line, next := lineAt(db.data, off)
 		switch {
 		case len(line) == 0 || line[0] == '#' || line[0] == '\t':
-		case bytes.HasPrefix(line, []byte("C ")):
+		case line[0] == 'C' && len(line) > 1 && line[1] == ' ':
 			db.classes = off
 			return nil
 		default:
-			id, name, ok := idLine(line, 4)
-			if !ok {
+			id, ok := hexID(line[:min(4, len(line))])
+			if !ok || len(line) < 6 || (line[4] != ' ' && line[4] != '\t') {
 				return fmt.Errorf("line %d: malformed vendor line %q", lineNo, line)
 			}
-			db.vendors[uint16(id)] = vendorIndex{name: name, body: next}
+			db.vendors[id] = int32(off) + 1
 		}
 		off = next
 	}
 	return nil
+}
+
+// vendorLine returns the vendor's line and the offset of the next one.
+func (db *DB) vendorLine(vendor uint16) (line []byte, body int, ok bool) {
+	off := db.vendors[vendor]
+	if off == 0 {
+		return nil, 0, false
+	}
+	line, body = lineAt(db.data, int(off-1))
+	return line, body, true
 }
 
 // lineAt returns the line starting at off without its newline, and the offset of
@@ -206,14 +215,14 @@ func (db *DB) block(vendor uint16) map[uint16]*device {
 	if db.devices == nil {
 		db.devices = map[uint16]map[uint16]*device{}
 	}
-	vi, ok := db.vendors[vendor]
+	_, body, ok := db.vendorLine(vendor)
 	if !ok {
 		db.devices[vendor] = nil
 		return nil
 	}
 	m := map[uint16]*device{}
 	var cur *device
-	for off := vi.body; off < db.classes; {
+	for off := body; off < db.classes; {
 		line, next := lineAt(db.data, off)
 		off = next
 		switch {
@@ -250,7 +259,14 @@ func (db *DB) block(vendor uint16) map[uint16]*device {
 }
 
 // Vendor returns the vendor's name, or "" when unknown.
-func (db *DB) Vendor(vendor uint16) string { return db.vendors[vendor].name }
+func (db *DB) Vendor(vendor uint16) string {
+	line, _, ok := db.vendorLine(vendor)
+	if !ok {
+		return ""
+	}
+	_, name, _ := idLine(line, 4)
+	return name
+}
 
 // Device returns the device's name, or "" when unknown.
 func (db *DB) Device(vendor, device uint16) string {

@@ -184,9 +184,12 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for v := range db.vendors {
-			_ = db.Device(v, 0x2335)
-			_ = db.Subsystem(v, 0x2335, 0x10de, 0x18bf)
+		for v, off := range db.vendors {
+			if off != 0 {
+				_ = db.Vendor(uint16(v))
+				_ = db.Device(uint16(v), 0x2335)
+				_ = db.Subsystem(uint16(v), 0x2335, 0x10de, 0x18bf)
+			}
 		}
 		_ = db.Class(0x030200)
 	})
