@@ -98,7 +98,9 @@ type Evidence struct {
 
 // Spec describes one check of the catalogue.
 type Spec struct {
-	ID    string
+	// ID is the stable snake_case identifier results and --check use.
+	ID string
+	// Title says in a few words what the check looks at.
 	Title string
 	run   func(*Facts) Result
 }

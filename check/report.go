@@ -24,6 +24,9 @@ type Report struct {
 	Checks        []Result    `json:"checks"`
 	// FixFirst is the one thing to act on first; nil when nothing needs action.
 	FixFirst *FixFirst `json:"fix_first,omitempty"`
+	// Warnings are problems that degraded the picture without stopping it: an
+	// unreadable file, a device whose attributes did not parse.
+	Warnings []string `json:"warnings,omitempty"`
 	// Features are the node's capabilities as label-safe values.
 	Features Features `json:"features"`
 	// Probe holds the --probe measurements; nil when the probe was not asked for.
@@ -132,6 +135,9 @@ func NewReport(f *Facts, results []Result, m Meta) Report {
 		Probe:         f.Probe,
 	}
 	rep.Features = f.features(results, o)
+	for _, w := range f.Node.Warnings {
+		rep.Warnings = append(rep.Warnings, w.Error())
+	}
 	if rep.Checks == nil {
 		rep.Checks = []Result{}
 	}

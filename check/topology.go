@@ -69,8 +69,8 @@ func checkReachability(f *Facts) Result {
 		}
 	case counts[p2pdma.Unknown] > 0:
 		r.Status = Skip
-		r.Summary = fmt.Sprintf("%d of %d verdicts depend on ACS state that could not be read (run as root); the other %d are known",
-			counts[p2pdma.Unknown], len(ps), len(ps)-counts[p2pdma.Unknown])
+		r.Summary = fmt.Sprintf("%d of %d verdicts depend on ACS state that could not be read (%s); the other %d are known",
+			counts[p2pdma.Unknown], len(ps), f.unreadable(), len(ps)-counts[p2pdma.Unknown])
 	case refusedGPU > 0:
 		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA only between GPUs (%d pair(s)); GPU copies follow the NVIDIA driver's decision (nvml_p2p_status)", refusedGPU)
 	default:
@@ -149,15 +149,26 @@ func checkACSPath(f *Facts) Result {
 		}
 	case len(unknown) > 0:
 		r.Status = Skip
-		r.Summary = fmt.Sprintf("ACS unknown on the paths of %d of %d pairs: extended config space is unreadable without root", len(unknown), len(ps))
+		r.Summary = fmt.Sprintf("ACS unknown on the paths of %d of %d pairs: %s", len(unknown), len(ps), f.unreadable())
 		r.Subjects = unknown
-		r.Remediation = []string{"run p2pcheck as root (CAP_SYS_ADMIN) to read ACS Control"}
+		if !f.Privileged {
+			r.Remediation = []string{"run p2pcheck as root (CAP_SYS_ADMIN) to read ACS Control"}
+		}
 	default:
 		r.Status = Pass
 		r.Summary = fmt.Sprintf("no ACS redirect between the %d peer pair(s)", len(ps))
 		r.Observed = "ACS redirect clear on every shared path"
 	}
 	return r
+}
+
+// unreadable says why configuration space facts are missing: the reader was
+// not root, or (as root) some functions' config could not be read or decoded.
+func (f *Facts) unreadable() string {
+	if f.PrivilegeKnown && !f.Privileged {
+		return "extended config space is unreadable without root"
+	}
+	return "some functions' config space could not be read or decoded"
 }
 
 // bridgeWhat describes a bridge: its port type and vendor:device.
@@ -266,6 +277,9 @@ func gpuLinks(f *Facts) string {
 	counts := map[string]int{}
 	var order []string
 	for _, g := range f.GPUs() {
+		if !g.Link().Current.Known() {
+			continue
+		}
 		l := g.Link().Current.String()
 		if counts[l] == 0 {
 			order = append(order, l)
@@ -326,10 +340,7 @@ func checkAER(f *Facts) Result {
 		}
 	}
 	if known == 0 {
-		r.Summary = "AER capability unknown: extended config space is unreadable without root; error counters are not read yet"
-		if f.Privileged {
-			r.Summary = "AER capability unknown: no configuration space decoded; error counters are not read yet"
-		}
+		r.Summary = "AER capability unknown: " + f.unreadable() + "; error counters are not read yet"
 		return r
 	}
 	r.Observed = fmt.Sprintf("AER capability on %d of %d functions on peer paths", with, known)
@@ -501,7 +512,9 @@ func checkBARSizes(f *Facts) Result {
 			r.Findings = append(r.Findings, Finding{Subject: s, Status: st, Message: strings.Join(msgs, "; ")})
 		}
 	}
-	r.Observed = "BAR1 " + strings.Join(sizes, "; ")
+	if len(sizes) > 0 {
+		r.Observed = "BAR1 " + strings.Join(sizes, "; ")
+	}
 	switch r.Status {
 	case Pass:
 		r.Summary = fmt.Sprintf("BAR1 of %d GPU(s) assigned", len(gpus))

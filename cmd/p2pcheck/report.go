@@ -56,8 +56,8 @@ func newReportCommand(ro *reportOptions) *cobra.Command {
 computing policy, firmware: IOMMU, ACS, BAR1, then links, drivers, modules and runtime
 settings) and ends with the one thing to fix first.
 
-Checks: ` + strings.Join(check.IDs(), ", ") + `.
-
+Checks, in the order they run:
+` + catalogueHelp() + `
 Exit codes: 0 pass (warnings allowed), 1 a check failed, 2 warnings with
 --fail-on=warn, 3 a check could not be evaluated, 64 usage error. The JSON "overall"
 and "exit_code" fields always agree with the exit code.`,
@@ -68,6 +68,15 @@ and "exit_code" fields always agree with the exit code.`,
 	}
 	ro.addFlags(cmd)
 	return cmd
+}
+
+// catalogueHelp lists the checks with their titles for --help.
+func catalogueHelp() string {
+	var b strings.Builder
+	for _, s := range check.Catalogue() {
+		fmt.Fprintf(&b, "  %-24s %s\n", s.ID, s.Title)
+	}
+	return b.String()
 }
 
 func (ro *reportOptions) validate() error {
