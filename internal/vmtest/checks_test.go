@@ -3,6 +3,7 @@ package vmtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -161,13 +162,25 @@ func withVFs(t *testing.T, o Oracle, v View) Oracle {
 // one SR-IOV family, which the oracle cannot judge, are counted and logged.
 func checkPairs(t *testing.T, o Oracle, v View, out []byte) {
 	var doc struct {
-		Pairs []Verdict `json:"pairs"`
+		Pairs []struct {
+			Provider string `json:"provider"`
+			Client   string `json:"client"`
+			MapType  string `json:"map_type"`
+			Distance int    `json:"distance"`
+		} `json:"pairs"`
 	}
 	if err := json.Unmarshal(out, &doc); err != nil {
 		t.Fatalf("pairs JSON: %v\n%s", err, tail(out, 2000))
 	}
 	got := map[[2]pcie.Address]Verdict{}
-	for _, p := range doc.Pairs {
+	for _, raw := range doc.Pairs {
+		prov, err1 := canonicalAddress(raw.Provider)
+		client, err2 := canonicalAddress(raw.Client)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Errorf("pairs JSON: %v", err)
+			continue
+		}
+		p := Verdict{Provider: prov, Client: client, MapType: raw.MapType, Distance: raw.Distance}
 		key := [2]pcie.Address{p.Provider, p.Client}
 		if _, dup := got[key]; dup {
 			t.Errorf("p2pcheck prints the pair %s %s twice", p.Provider, p.Client)

@@ -211,12 +211,12 @@ type Switch struct {
 type topoJSON struct {
 	Switches []Switch `json:"switches"`
 	Devices  []struct {
-		Address    pcie.Address `json:"address"`
-		HostBridge string       `json:"host_bridge"`
-		Parent     *string      `json:"parent"`
-		Vendor     string       `json:"vendor"`
-		Device     string       `json:"device"`
-		HeaderType *int         `json:"header_type"`
+		Address    string  `json:"address"`
+		HostBridge string  `json:"host_bridge"`
+		Parent     *string `json:"parent"`
+		Vendor     string  `json:"vendor"`
+		Device     string  `json:"device"`
+		HeaderType *int    `json:"header_type"`
 		BusNumbers *struct {
 			Secondary   string `json:"secondary"`
 			Subordinate string `json:"subordinate"`
@@ -248,7 +248,11 @@ func ParseTopoJSON(b []byte) (View, []Switch, error) {
 	}
 	v := View{Facts: map[pcie.Address]Facts{}}
 	for _, d := range doc.Devices {
-		f := Func{Addr: d.Address, HostBridge: d.HostBridge, ID: d.Vendor + ":" + d.Device, Type: "pci"}
+		addr, err := canonicalAddress(d.Address)
+		if err != nil {
+			return v, nil, fmt.Errorf("vmtest: topo json: %w", err)
+		}
+		f := Func{Addr: addr, HostBridge: d.HostBridge, ID: d.Vendor + ":" + d.Device, Type: "pci"}
 		if d.Parent != nil {
 			f.Parent = *d.Parent
 		}
@@ -259,7 +263,7 @@ func ParseTopoJSON(b []byte) (View, []Switch, error) {
 		}
 		if d.HeaderType != nil && *d.HeaderType == 1 {
 			if d.BusNumbers == nil {
-				return v, nil, fmt.Errorf("vmtest: topo json: bridge %s without bus_numbers", d.Address)
+				return v, nil, fmt.Errorf("vmtest: topo json: bridge %s without bus_numbers", addr)
 			}
 			f.Bus = d.BusNumbers.Secondary + "-" + d.BusNumbers.Subordinate
 		}
@@ -280,7 +284,7 @@ func ParseTopoJSON(b []byte) (View, []Switch, error) {
 			facts.NUMANode = *d.NUMANode
 		}
 		v.Funcs = append(v.Funcs, f)
-		v.Facts[d.Address] = facts
+		v.Facts[addr] = facts
 	}
 	slices.SortFunc(v.Funcs, func(a, b Func) int { return a.Addr.Compare(b.Addr) })
 	for i := range doc.Switches {
@@ -288,4 +292,17 @@ func ParseTopoJSON(b []byte) (View, []Switch, error) {
 	}
 	slices.SortFunc(doc.Switches, func(a, b Switch) int { return strings.Compare(a.Upstream, b.Upstream) })
 	return v, doc.Switches, nil
+}
+
+// canonicalAddress parses s and insists on the canonical form DDDD:BB:DD.F that
+// p2pcheck's JSON contract and the kernel's pci_name() use.
+func canonicalAddress(s string) (pcie.Address, error) {
+	a, err := pcie.ParseAddress(s)
+	if err != nil {
+		return a, err
+	}
+	if a.String() != s {
+		return a, fmt.Errorf("address %q is not in canonical form %s", s, a)
+	}
+	return a, nil
 }
