@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,14 +18,22 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// captures are the real machines kept in the repository: the H200 VM and the
-// QEMU guests booted with the P2PDMA oracle kernel.
-var captures = map[string]string{
-	"h200-2gpu-vm":      "../testdata/h200-2gpu-vm/snapshot.tar.gz",
-	"qemu-q35-iommu":    "../p2pdma/testdata/qemu-q35-iommu/snapshot.tar.gz",
-	"qemu-q35-pxb":      "../p2pdma/testdata/qemu-q35-pxb/snapshot.tar.gz",
-	"qemu-q35-pxb-epyc": "../p2pdma/testdata/qemu-q35-pxb-epyc/snapshot.tar.gz",
-}
+// captures maps the real machines kept in the repository to their snapshots:
+// the H200 VM, the QEMU guests booted with the P2PDMA oracle kernel, and the
+// QEMU captures of testdata/vm (named vm/<dir>).
+var captures = func() map[string]string {
+	m := map[string]string{"h200-2gpu-vm": "../testdata/h200-2gpu-vm/snapshot.tar.gz"}
+	for _, g := range []struct{ glob, prefix string }{
+		{"../p2pdma/testdata/*/snapshot.tar.gz", ""},
+		{"../testdata/vm/*/snapshot.tar.gz", "vm/"},
+	} {
+		paths, _ := filepath.Glob(g.glob)
+		for _, p := range paths {
+			m[g.prefix+filepath.Base(filepath.Dir(p))] = p
+		}
+	}
+	return m
+}()
 
 // machines lists every machine the golden tests cover: each named fixture
 // except "large" (a benchmark tree), then the captures.
@@ -35,10 +44,12 @@ func machines() []string {
 			out = append(out, n)
 		}
 	}
-	for _, n := range []string{"h200-2gpu-vm", "qemu-q35-iommu", "qemu-q35-pxb", "qemu-q35-pxb-epyc"} {
-		out = append(out, n)
+	var caps []string
+	for n := range captures {
+		caps = append(caps, n)
 	}
-	return out
+	slices.Sort(caps)
+	return append(out, caps...)
 }
 
 // fixtureRoot holds the fixture trees the tests write, once per run.
