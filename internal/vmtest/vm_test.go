@@ -91,7 +91,10 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 			Capture{Name: "topo.json", Shell: "p2pcheck topo --format json"},
 			Capture{Name: "pairs.json", Shell: "p2pcheck pairs --all --format json"})
 	}
+	bin := e.bin
+	bin.P2PMemTest = "" // 8 MB the guest needs only for the p2pmem proof
 	if topo.P2PMem != nil && k.Oracle && e.bin.P2PMemErr == nil {
+		bin.P2PMemTest = e.bin.P2PMemTest
 		prov, _ := topo.Address(topo.P2PMem.Provider)
 		target, _ := topo.Address(topo.P2PMem.Target)
 		captures = append(captures, Capture{Name: "p2pmem.txt", Shell: fmt.Sprintf(
@@ -99,7 +102,7 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 				"P2PKIT_P2PMEM_PROVIDER=%s P2PKIT_P2PMEM_TARGET=/dev/${n}n1 "+
 				"p2pmem.test -test.run '^TestGuestRoundTrip$' -test.v -test.count=1", target, prov)})
 	}
-	boot := Boot{Topology: topo, Kernel: k, Busybox: e.busybox, QEMU: e.qemu, Bin: e.bin,
+	boot := Boot{Topology: topo, Kernel: k, Busybox: e.busybox, QEMU: e.qemu, Bin: bin,
 		Captures: captures, MemMiB: guestMemMiB, SMP: guestSMP, Timeout: guestTimeout, WorkDir: t.TempDir()}
 	res, err := boot.Run(t.Context())
 	*secs = res.Duration.Seconds()
