@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 
@@ -295,4 +296,66 @@ func addr(s string) pcie.Address {
 		panic(err)
 	}
 	return a
+}
+
+func TestIOMMU(t *testing.T) {
+	setTypes := func(typ sysfs.IOMMUDomainType) func(*sysfs.Platform) {
+		return func(p *sysfs.Platform) {
+			groups := make([]sysfs.IOMMUGroup, len(p.IOMMUGroups))
+			for i, g := range p.IOMMUGroups {
+				groups[i] = sysfs.IOMMUGroup{ID: g.ID, Type: typ}
+			}
+			p.IOMMUGroups = groups
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		change func(*sysfs.Platform)
+		want   outcome
+	}{
+		{"translated", func(*sysfs.Platform) {}, outcome{check.Fail, "IOMMU translates DMA for 5 device(s)", "iommu=pt"}},
+		{"identity", setTypes(sysfs.IOMMUIdentity), outcome{check.Pass, "passthrough (identity domains)", ""}},
+		{"types unknown, iommu=pt", func(p *sysfs.Platform) {
+			setTypes(sysfs.IOMMUUnknown)(p)
+			p.Cmdline = &sysfs.Cmdline{Params: []sysfs.Param{{Name: "amd_iommu", Value: "on", HasValue: true}, {Name: "iommu", Value: "pt", HasValue: true}}}
+		}, outcome{check.Pass, "the command line asks for passthrough (iommu=pt amd_iommu=on)", ""}},
+		{"types unknown", setTypes(sysfs.IOMMUUnknown), outcome{check.Skip, "domain types are unknown", "dmesg"}},
+		{"no IOMMU", func(p *sysfs.Platform) { p.IOMMUGroups, p.IOMMUUnits = nil, nil }, outcome{check.Pass, "no IOMMU active", ""}},
+		{"guest", func(p *sysfs.Platform) {
+			cpu := *p.CPU
+			cpu.Flags = append(slices.Clone(cpu.Flags), "hypervisor")
+			p.CPU = &cpu
+		}, outcome{check.Warn, "guest IOMMU translates DMA", "iommu=pt"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := loadMachine(t, "amd-epyc")
+			tt.change(&n.Platform)
+			compare(t, tt.want, run1(t, check.NewFacts(n, check.Inputs{}), "iommu_mode"))
+		})
+	}
+}
+
+func TestGPUDirectRDMA(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*sysfs.Platform)
+		want   outcome
+	}{
+		{"dmabuf", func(*sysfs.Platform) {}, outcome{check.Pass, "through dmabuf", ""}},
+		{"proprietary, no peermem", func(p *sysfs.Platform) { p.NVIDIA = &sysfs.NVIDIADriver{Version: "535.1", Major: 535} },
+			outcome{check.Fail, "proprietary NVIDIA modules do not export DMA-BUF", "open NVIDIA kernel modules"}},
+		{"old kernel, peermem", func(p *sysfs.Platform) {
+			p.Kernel = &sysfs.KernelVersion{Release: "5.4.0", Major: 5, Minor: 4}
+			p.MemoryPeers = map[string]string{"nv_mem": "1.0"}
+		}, outcome{check.Pass, "through peermem", ""}},
+		{"both peer clients", func(p *sysfs.Platform) {
+			p.Modules = append(slices.Clone(p.Modules), sysfs.Module{Name: "nvidia_peermem"}, sysfs.Module{Name: "nv_peer_mem"})
+		}, outcome{check.Warn, "both nvidia_peermem and nv_peer_mem", "rmmod nv_peer_mem"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := loadMachine(t, "amd-epyc")
+			tt.change(&n.Platform)
+			compare(t, tt.want, run1(t, check.NewFacts(n, check.Inputs{}), "gpudirect_rdma"))
+		})
+	}
 }

@@ -31,6 +31,7 @@ func checkVirtualization(f *Facts) Result {
 	}
 	r.Observed = "bare metal"
 	r.Summary = "bare metal (no hypervisor CPU flag)"
+	r.Evidence = []Evidence{{Source: "/proc/cpuinfo flags", Value: "no hypervisor flag"}}
 	if cpu.VendorID == "" {
 		r.Status, r.Summary = Skip, "no x86 hypervisor flag to read on this CPU"
 	}

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/p2pkit/p2pkit/p2pdma"
@@ -212,14 +213,18 @@ func checkPCIeLink(f *Facts) Result {
 			continue
 		}
 		known++
+		l := d.Link()
+		src := "/sys/bus/pci/devices/" + d.Address.String() + "/{current,max}_link_{speed,width}"
 		if st == Pass {
+			if d.IsGPU() {
+				r.Evidence = append(r.Evidence, Evidence{Source: src, Value: l.Current.String() + " (max " + l.Max.String() + ")"})
+			}
 			continue
 		}
-		l := d.Link()
 		r.Status = worse(r.Status, st)
 		r.Subjects = append(r.Subjects, d.Address.String())
 		r.Findings = append(r.Findings, Finding{Subject: d.Address.String(), Status: st, Message: kind(d) + " " + msg})
-		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/bus/pci/devices/" + d.Address.String() + "/{current,max}_link_{speed,width}", Value: l.Current.String() + " (max " + l.Max.String() + ")"})
+		r.Evidence = append(r.Evidence, Evidence{Source: src, Value: l.Current.String() + " (max " + l.Max.String() + ")"})
 	}
 	switch {
 	case known == 0:
@@ -367,6 +372,11 @@ func checkNUMANode(f *Facts) Result {
 	}
 	var missing []string
 	for _, d := range devs {
+		v := "absent"
+		if d.NUMANode != nil {
+			v = strconv.Itoa(*d.NUMANode)
+		}
+		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/bus/pci/devices/" + d.Address.String() + "/numa_node", Value: v})
 		if d.NUMANode == nil || *d.NUMANode < 0 {
 			missing = append(missing, d.Address.String())
 		}
