@@ -431,8 +431,9 @@ func FuzzReadSnapshot(f *testing.F) {
 			}
 			return
 		}
-		// Whatever loaded must read, and capture again, without panicking.
-		recs, err := fsys.PCIRecords()
+		// Whatever loaded must read, and capture again, without panicking. A
+		// snapshot without /sys/bus/pci/devices fails PCIRecords: nothing to check.
+		recs, _ := fsys.PCIRecords()
 		for _, r := range recs {
 			if strings.HasPrefix(r.Path, "/") || strings.Contains(r.Path, "..") {
 				t.Fatalf("record path %q leaves /sys/devices", r.Path)
