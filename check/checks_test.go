@@ -98,6 +98,23 @@ func TestGdrdrv(t *testing.T) {
 	t.Run("no NVIDIA GPU", func(t *testing.T) {
 		compare(t, outcome{check.Skip, "no NVIDIA GPU", ""}, run1(t, check.NewFacts(loadMachine(t, "sriov-nic"), check.Inputs{}), "gdrdrv"))
 	})
+	for _, tt := range []struct {
+		name   string
+		access check.Access
+		perm   fs.FileMode
+		want   outcome
+	}{
+		{"user denied", check.Access{UID: 1000}, 0o660, outcome{check.Warn, "the running user (uid 1000) cannot open it", "chmod 666"}},
+		{"user allowed by group", check.Access{UID: 1000, ReadWrite: true}, 0o660, outcome{check.Warn, "only its owner or group", "chmod 666"}},
+		{"user allowed", check.Access{UID: 1000, ReadWrite: true}, 0o666, outcome{check.Pass, "gdrdrv ready", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := loadMachine(t, "degraded-link")
+			n.Platform.Modules, n.Platform.CharDevices = loaded, devs
+			n.Platform.GDRDrvNode, n.Platform.GDRDrvParams = charDev(235, tt.perm), open
+			compare(t, tt.want, run1(t, check.NewFacts(n, check.Inputs{Source: check.Live, GDRDrvAccess: &tt.access}), "gdrdrv"))
+		})
+	}
 }
 
 func TestNCCLEnv(t *testing.T) {

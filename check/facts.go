@@ -31,6 +31,9 @@ type Inputs struct {
 	NCCLConf *NCCLConf
 	// Memlock is RLIMIT_MEMLOCK of the live process; nil when unknown.
 	Memlock *Rlimit
+	// GDRDrvAccess is whether the running user may open /dev/gdrdrv read-write
+	// (access(2)); nil when unknown: not the live machine, or no /dev/gdrdrv.
+	GDRDrvAccess *Access
 	// NoNVML says, as a sentence for the report, why Node.GPU is nil: NVML
 	// missing, --quick, a snapshot.
 	NoNVML string
@@ -42,6 +45,12 @@ type Inputs struct {
 type NCCLConf struct {
 	Path string
 	Vars map[string]string
+}
+
+// Access is what access(2) said for one user.
+type Access struct {
+	UID       int
+	ReadWrite bool
 }
 
 // Rlimit is a resource limit; Unlimited for RLIM_INFINITY.

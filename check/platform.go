@@ -342,7 +342,7 @@ const (
 // (/proc/modules), its character major registered (/proc/devices, register_chrdev
 // "gdrdrv"), /dev/gdrdrv a character device with that major (a stale node from an
 // earlier load has another), readable and writable by every user as GDRCopy's
-// insmod.sh makes it (0666), and, from /proc/driver/gdrdrv/params (2.5+), its
+// insmod.sh makes it (0666) and by the running user on the live machine, and, from /proc/driver/gdrdrv/params (2.5+), its
 // version and the NVIDIA flavour it was built for, which must match the loaded
 // driver's (gdrcopy README "flavor"). A missing gdrdrv fails with the fix.
 func checkGdrdrv(f *Facts) Result {
@@ -408,6 +408,16 @@ func checkGdrdrv(f *Facts) Result {
 		if want := map[bool]string{true: "opensource", false: "proprietary"}[drv.Open]; !strings.EqualFold(flavour, want) {
 			return fail(fmt.Sprintf("gdrdrv built for the %s NVIDIA driver but the %s one is loaded", flavour, want),
 				"rebuild gdrdrv against the loaded driver (the gdrdrv-dkms package builds for the installed flavour) and reload it")
+		}
+	}
+	if a := f.GDRDrvAccess; a != nil {
+		r.Evidence = append(r.Evidence, Evidence{Source: "access(/dev/gdrdrv, R_OK|W_OK)", Value: fmt.Sprintf("uid %d: %t", a.UID, a.ReadWrite)})
+		if !a.ReadWrite {
+			r.Status = Warn
+			r.Subjects = []string{fmt.Sprintf("uid %d", a.UID)}
+			r.Summary = fmt.Sprintf("/dev/gdrdrv mode %04o: the running user (uid %d) cannot open it read-write", node.Mode.Perm(), a.UID)
+			r.Remediation = []string{"sudo chmod 666 /dev/gdrdrv (GDRCopy's insmod.sh creates it 0666)"}
+			return r
 		}
 	}
 	if node.Mode.Perm()&0o006 != 0o006 {

@@ -189,6 +189,7 @@ func (ro *reportOptions) gather(n *node.Node) check.Inputs {
 			}
 		}
 		in.Memlock = memlock()
+		in.GDRDrvAccess = gdrdrvAccess()
 	}
 	if ro.probe {
 		in.Probe = ro.runProbe(n, in.Source)
