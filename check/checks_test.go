@@ -239,6 +239,8 @@ func TestDataIntegrity(t *testing.T) {
 	}{
 		{"not asked", nil, outcome{check.Skip, "pass --probe", ""}},
 		{"no cuda", &check.ProbeReport{Skipped: "built without CUDA support (cgo disabled)"}, outcome{check.Skip, "cgo disabled", ""}},
+		{"hung", &check.ProbeReport{Size: 64 << 20, Hung: "the copy gpu1->gpu0 did not finish within 2m0s", Pairs: []check.ProbePair{good(0, 1)}},
+			outcome{check.Fail, "the probe hung: the copy gpu1->gpu0", "NCCL_P2P_DISABLE=1"}},
 		{"verified", &check.ProbeReport{Size: 64 << 20, Pairs: []check.ProbePair{good(0, 1), good(1, 0)}}, outcome{check.Pass, "verified on 2 pair(s)", ""}},
 		{"corrupt", &check.ProbeReport{Size: 64 << 20, Pairs: []check.ProbePair{good(0, 1), corrupt}}, outcome{check.Fail, "corrupt data on 1 pair(s)", "NCCL_P2P_DISABLE=1"}},
 		{"cuda error", &check.ProbeReport{Size: 64 << 20, Pairs: []check.ProbePair{good(0, 1), failed}}, outcome{check.Error, "failed on 1 pair(s)", ""}},

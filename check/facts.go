@@ -66,6 +66,9 @@ type ProbeReport struct {
 	// Skipped says why the probe could not run at all (no CUDA, fewer than two
 	// GPUs); empty when it ran.
 	Skipped string `json:"skipped,omitempty"`
+	// Hung names the step that had not finished when the probe's time ran out
+	// ("the copy gpu0->gpu1 did not finish within 2m0s"); empty when none hung.
+	Hung string `json:"hung,omitempty"`
 	// Size is the bytes copied per pair.
 	Size  uint64      `json:"size_bytes"`
 	Pairs []ProbePair `json:"pairs"`

@@ -142,6 +142,12 @@ func checkDataIntegrity(f *Facts) Result {
 	case pr == nil:
 		r.Status, r.Summary = Skip, "not run: pass --probe to copy data between GPUs"
 		return r
+	case pr.Hung != "":
+		r.Status = Fail
+		r.Summary = "the probe hung: " + pr.Hung + "; a peer-to-peer copy that never completes is what NCCL hangs on"
+		r.Evidence = []Evidence{{Source: "cuMemcpyPeer", Value: pr.Hung}}
+		r.Remediation = []string{"fix acs_path and iommu_mode first; until then disable P2P for jobs (NCCL_P2P_DISABLE=1)"}
+		return r
 	case pr.Skipped != "":
 		r.Status, r.Summary = Skip, "probe could not run: "+pr.Skipped
 		return r

@@ -11,7 +11,10 @@ package probe
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/p2pkit/p2pkit/check"
@@ -26,19 +29,66 @@ const DefaultSize = 64 << 20
 // repeats is how many timed copies give the bandwidth.
 const repeats = 4
 
+// DefaultTimeout bounds a whole probe. Copies between healthy GPUs take
+// milliseconds; a path that hangs (ACS or IOMMU trouble, field-checks.md F1:
+// "an apparent hang can be extremely low P2P bandwidth") would otherwise hang
+// p2pcheck with it.
+const DefaultTimeout = 2 * time.Minute
+
 // Run probes every ordered pair of gpus (in PCI address order: indices in the
-// report are positions in gpus). size is capped at DefaultSize. It never fails:
-// problems are recorded in the report, per pair where they are per pair.
-func Run(gpus []*pcie.Device, size uint64) *check.ProbeReport {
+// report are positions in gpus), copying size bytes (at most DefaultSize) per
+// pair. It never fails: problems are recorded in the report, per pair where they
+// are per pair. When the probe has not finished after timeout it returns what it
+// has, naming the pair in flight in Hung; the stuck driver call is abandoned
+// with its goroutine, for the process to end.
+func Run(gpus []*pcie.Device, size uint64, timeout time.Duration) *check.ProbeReport {
 	size = min(size, DefaultSize)
-	rep := &check.ProbeReport{Size: size, Pairs: []check.ProbePair{}}
 	if len(gpus) < 2 {
-		rep.Skipped = "fewer than two GPUs"
-		return rep
+		return &check.ProbeReport{Size: size, Pairs: []check.ProbePair{}, Skipped: "fewer than two GPUs"}
 	}
-	// The driver's contexts are per thread; keep the whole probe on one.
+	pr := &progress{rep: check.ProbeReport{Size: size, Pairs: []check.ProbePair{}}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runAll(pr, gpus, size)
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		pr.mu.Lock()
+		defer pr.mu.Unlock()
+		rep := pr.rep
+		rep.Pairs = slices.Clone(rep.Pairs)
+		rep.Hung = fmt.Sprintf("%s did not finish within %s", pr.current, timeout)
+		return &rep
+	}
+	return &pr.rep
+}
+
+// progress is the probe's report as it grows, shared with Run's watchdog.
+type progress struct {
+	mu      sync.Mutex
+	rep     check.ProbeReport
+	current string // the step in flight, for a hang
+}
+
+func (p *progress) step(s string) {
+	p.mu.Lock()
+	p.current = s
+	p.mu.Unlock()
+}
+
+// runAll is probeAll; tests replace it to exercise the watchdog.
+var runAll = probeAll
+
+// probeAll runs the probe on one locked OS thread: the driver's current context
+// is per thread.
+func probeAll(pr *progress, gpus []*pcie.Device, size uint64) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	pr.step("opening the GPUs")
 	ctxs, err := contexts(gpus)
 	defer func() {
 		for _, c := range ctxs {
@@ -48,24 +98,28 @@ func Run(gpus []*pcie.Device, size uint64) *check.ProbeReport {
 		}
 	}()
 	if err != nil {
-		rep.Skipped = skipReason(err)
-		return rep
+		pr.mu.Lock()
+		pr.rep.Skipped = skipReason(err)
+		pr.mu.Unlock()
+		return
 	}
 	for i := range gpus {
 		for j := range gpus {
 			if i == j {
 				continue
 			}
+			pr.step(fmt.Sprintf("the copy gpu%d->gpu%d", i, j))
 			p := check.ProbePair{Src: i, Dst: j, SrcBDF: gpus[i].Address, DstBDF: gpus[j].Address, Mismatch: -1}
 			if ctxs[i] == nil || ctxs[j] == nil {
 				p.Err = "no CUDA device at this PCI address (CUDA_VISIBLE_DEVICES?)"
 			} else if err := probePair(&p, ctxs[i], ctxs[j], size); err != nil {
 				p.Err = err.Error()
 			}
-			rep.Pairs = append(rep.Pairs, p)
+			pr.mu.Lock()
+			pr.rep.Pairs = append(pr.rep.Pairs, p)
+			pr.mu.Unlock()
 		}
 	}
-	return rep
 }
 
 func skipReason(err error) string {

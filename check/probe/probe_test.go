@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -57,7 +58,7 @@ func TestSkipReasons(t *testing.T) {
 }
 
 func TestFewerThanTwoGPUs(t *testing.T) {
-	got := Run([]*pcie.Device{{}}, DefaultSize)
+	got := Run([]*pcie.Device{{}}, DefaultSize, time.Second)
 	want := &check.ProbeReport{Skipped: "fewer than two GPUs", Size: DefaultSize, Pairs: []check.ProbePair{}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Run (-want +got):\n%s", diff)
@@ -89,7 +90,7 @@ func TestHardware(t *testing.T) {
 		}
 		gpus = append(gpus, &pcie.Device{Record: pcie.Record{Address: a}})
 	}
-	rep := Run(gpus, 8<<20)
+	rep := Run(gpus, 8<<20, DefaultTimeout)
 	if rep.Skipped != "" {
 		t.Fatalf("skipped: %s", rep.Skipped)
 	}
@@ -105,5 +106,26 @@ func TestHardware(t *testing.T) {
 		default:
 			t.Logf("gpu%d->gpu%d: peer %t, %.1f GB/s", p.Src, p.Dst, p.PeerAccess, p.BytesPerSecond/1e9)
 		}
+	}
+}
+
+// TestWatchdog: a probe stuck in the driver returns on time with the pairs done
+// so far and the step in flight.
+func TestWatchdog(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	runAll = func(pr *progress, gpus []*pcie.Device, _ uint64) {
+		pr.mu.Lock()
+		pr.rep.Pairs = append(pr.rep.Pairs, check.ProbePair{Src: 0, Dst: 1, PeerAccess: true, Verified: true, HostVerified: true, Mismatch: -1})
+		pr.mu.Unlock()
+		pr.step("the copy gpu1->gpu0")
+		<-release
+	}
+	defer func() { runAll = probeAll }()
+	got := Run([]*pcie.Device{{}, {}}, 1<<20, 20*time.Millisecond)
+	want := &check.ProbeReport{Size: 1 << 20, Hung: "the copy gpu1->gpu0 did not finish within 20ms",
+		Pairs: []check.ProbePair{{Src: 0, Dst: 1, PeerAccess: true, Verified: true, HostVerified: true, Mismatch: -1}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Run (-want +got):\n%s", diff)
 	}
 }

@@ -227,7 +227,7 @@ func (ro *reportOptions) runProbe(n *node.Node, src check.Source) *check.ProbeRe
 			gpus = append(gpus, d)
 		}
 	}
-	return probe.Run(gpus, probe.DefaultSize)
+	return probe.Run(gpus, probe.DefaultSize, probe.DefaultTimeout)
 }
 
 // readUnder reads name below root without leaving it.
