@@ -75,7 +75,7 @@ func checkReachability(f *Facts) Result {
 	case refusedGPU > 0:
 		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA only between GPUs (%d pair(s)); GPU copies follow the NVIDIA driver's decision (nvml_p2p_status)", refusedGPU)
 	default:
-		r.Summary = fmt.Sprintf("the kernel allows P2PDMA for all %d pair(s)", len(ps))
+		r.Summary = fmt.Sprintf("the kernel allows P2PDMA for all %d pair(s): %s", len(ps), r.Observed)
 	}
 	return r
 }

@@ -31,7 +31,7 @@ func ReportText(w io.Writer, r check.Report, s Style) error {
 		}
 		ind := strings.Repeat(" ", 5+2+width+2)
 		if c.Observed != "" {
-			p.line(ind + s.dim("observed: ") + c.Observed)
+			p.line(ind + s.dim("observed: ") + clip(c.Observed))
 		}
 		if c.Expected != "" {
 			p.line(ind + s.dim("expected: ") + c.Expected)
@@ -68,6 +68,21 @@ func ReportText(w io.Writer, r check.Report, s Style) error {
 		p.line("fix first: nothing, the node is ready")
 	}
 	return p.err
+}
+
+// maxObserved bounds the observed line of the text report; JSON has it whole.
+const maxObserved = 200
+
+// clip shortens an observation for the text report at a word boundary.
+func clip(s string) string {
+	if len(s) <= maxObserved {
+		return s
+	}
+	cut := strings.LastIndexByte(s[:maxObserved], ' ')
+	if cut <= 0 {
+		cut = maxObserved
+	}
+	return strings.TrimRight(s[:cut], ",;") + " ... (all in --format json)"
 }
 
 func countNonPass(fs []check.Finding) int {
