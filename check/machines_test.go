@@ -19,11 +19,12 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // captures maps the real machines kept in the repository to their snapshots:
-// the H200 VM, the QEMU guests booted with the P2PDMA oracle kernel, and the
-// QEMU captures of testdata/vm (named vm/<dir>).
+// the GPU machines of testdata (h200-2gpu-vm, ...), the QEMU guests booted with
+// the P2PDMA oracle kernel, and the QEMU captures of testdata/vm (named vm/<dir>).
 var captures = func() map[string]string {
-	m := map[string]string{"h200-2gpu-vm": "../testdata/h200-2gpu-vm/snapshot.tar.gz"}
+	m := map[string]string{}
 	for _, g := range []struct{ glob, prefix string }{
+		{"../testdata/*/snapshot.tar.gz", ""},
 		{"../p2pdma/testdata/*/snapshot.tar.gz", ""},
 		{"../testdata/vm/*/snapshot.tar.gz", "vm/"},
 	} {

@@ -181,7 +181,7 @@ func bridgeWhat(d *pcie.Device) string {
 	return s
 }
 
-// checkPCIeLink compares, for every GPU, NIC and NVMe controller and every link
+// checkPCIeLink compares, for every GPU, RDMA NIC and NVMe controller and every link
 // on the paths between them, the link's current speed and width with the best
 // both ends can do (F6). Each physical link is judged once, from its lower end
 // (an endpoint or a switch upstream port) against the port above it. A narrower
@@ -303,7 +303,7 @@ func gpuLinks(f *Facts) string {
 func (f *Facts) pathDevices() []*pcie.Device {
 	seen := map[*pcie.Device]bool{}
 	for _, d := range f.devices {
-		if d.IsGPU() || d.IsNIC() || d.IsNVMe() || d.IsAccelerator() {
+		if d.IsGPU() || isRDMANIC(d) || d.IsNVMe() || d.IsAccelerator() {
 			seen[d] = true
 		}
 	}
