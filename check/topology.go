@@ -163,6 +163,14 @@ func checkACSPath(f *Facts) Result {
 	return r
 }
 
+// numaString is a device's NUMA node, "?" when unknown or -1.
+func numaString(d *pcie.Device) string {
+	if d.NUMANode == nil || *d.NUMANode < 0 {
+		return "?"
+	}
+	return strconv.Itoa(*d.NUMANode)
+}
+
 // unreadable says why configuration space facts are missing: the reader was
 // not root, or (as root) some functions' config could not be read or decoded.
 func (f *Facts) unreadable() string {
@@ -399,8 +407,9 @@ func checkNUMANode(f *Facts) Result {
 	return r
 }
 
-// checkGPUNICAffinity classifies, for every GPU, the path to its nearest NIC as
-// NCCL does (pathclass.NCCL) and warns when it is farther than NCCL's default
+// checkGPUNICAffinity classifies, for every GPU, the path to its nearest RDMA NIC
+// as NCCL does (pathclass.NCCL), with both NUMA nodes, and warns when it is
+// farther than NCCL's default
 // GPUDirect RDMA level PXB (NCCL_NET_GDR_LEVEL, src/graph/paths.cc): NCCL then
 // silently stages RDMA through host memory (F11, nccl#1151).
 func checkGPUNICAffinity(f *Facts) Result {
@@ -421,12 +430,15 @@ func checkGPUNICAffinity(f *Facts) Result {
 				best, bestRes = n, res
 			}
 		}
-		classes = append(classes, g.Address.String()+"->"+label(best)+" "+bestRes.String())
+		classes = append(classes, fmt.Sprintf("%s (NUMA %s)->%s (NUMA %s) %s", g.Address, numaString(g), label(best), numaString(best), bestRes))
 		if pathclass.NCCLGDRByDefault(bestRes.Class) {
 			continue
 		}
 		st := Warn
 		msg := fmt.Sprintf("nearest %s is %s: farther than PXB, NCCL will not use GPUDirect RDMA by default", label(best), bestRes)
+		if gn, nn := numaString(g), numaString(best); gn != nn {
+			msg += fmt.Sprintf("; GPU on NUMA node %s, NIC on %s", gn, nn)
+		}
 		if bestRes.Class == pathclass.Unknown {
 			st, msg = Skip, "path class unknown: "+bestRes.Note
 		}
