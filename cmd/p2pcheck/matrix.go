@@ -26,11 +26,18 @@ snapshot) uses sysfs and config space alone.`,
 		Example: "  p2pcheck matrix\n  p2pcheck matrix --no-nvml --format json",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
+			gpus := startNVML(o.nvmlSkip(), gpu.ProbeLinks)
 			n, err := o.loadTree()
 			if err != nil {
 				return err
 			}
-			o.probeGPUs(n, n.ProbeNVLinks)
+			f, err := gpus()
+			switch {
+			case err == nil:
+				n.GPU = f
+			case !errors.Is(err, gpu.ErrNoNVML) && !errors.Is(err, errNVMLSkipped):
+				n.Warnings = append(n.Warnings, err)
+			}
 			m := buildMatrix(n)
 			if o.format == "json" {
 				return render.MatrixJSON(o.stdout, m)
@@ -41,15 +48,42 @@ snapshot) uses sysfs and config space alone.`,
 	}
 }
 
-// probeGPUs runs probe (n.ProbeGPUs or n.ProbeNVLinks) when asking NVML makes
-// sense: on the live machine and without --no-nvml. A missing NVML is normal and
-// stays silent; any other failure becomes a warning.
-func (o *globalOptions) probeGPUs(n *node.Node, probe func() error) {
-	if o.noNVML || o.snapshot != "" || o.root != "/" {
-		return
+// errNVMLSkipped wraps the reasons nvmlSkip gives.
+var errNVMLSkipped = errors.New("NVML not queried")
+
+// nvmlSkip says why NVML must not be asked, or nil when it may: NVML describes the
+// running machine, so only without --no-nvml and on the live root.
+func (o *globalOptions) nvmlSkip() error {
+	switch {
+	case o.noNVML:
+		return fmt.Errorf("%w: --no-nvml", errNVMLSkipped)
+	case o.snapshot != "":
+		return fmt.Errorf("%w: a snapshot carries no NVML state", errNVMLSkipped)
+	case o.root != "/":
+		return fmt.Errorf("%w: it describes this machine, not the tree under --root", errNVMLSkipped)
 	}
-	if err := probe(); err != nil && !errors.Is(err, gpu.ErrNoNVML) {
-		n.Warnings = append(n.Warnings, err)
+	return nil
+}
+
+// startNVML runs probe in the background unless skip says why not, and returns a
+// function that waits for its result. NVML's initialisation takes tens of
+// milliseconds in the driver; sysfs is read meanwhile.
+func startNVML(skip error, probe func() (*gpu.Facts, error)) func() (*gpu.Facts, error) {
+	if skip != nil {
+		return func() (*gpu.Facts, error) { return nil, skip }
+	}
+	type result struct {
+		f   *gpu.Facts
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := probe()
+		done <- result{f, err}
+	}()
+	return func() (*gpu.Facts, error) {
+		r := <-done
+		return r.f, r.err
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/check/probe"
+	"github.com/p2pkit/p2pkit/internal/gpu"
 	"github.com/p2pkit/p2pkit/internal/node"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/render"
@@ -86,7 +88,7 @@ func (ro *reportOptions) validate() error {
 		return usageError("--fail-on must be fail or warn, not %q", ro.failOn)
 	}
 	for _, id := range ro.checks {
-		if !containsString(check.IDs(), id) {
+		if !slices.Contains(check.IDs(), id) {
 			return usageError("--check: unknown check %q; valid checks: %s", id, strings.Join(check.IDs(), ", "))
 		}
 	}
@@ -97,15 +99,6 @@ func (ro *reportOptions) validate() error {
 		return usageError("--quick and --probe exclude each other")
 	}
 	return nil
-}
-
-func containsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func (ro *reportOptions) run(*cobra.Command) error {
@@ -120,11 +113,14 @@ func (ro *reportOptions) run(*cobra.Command) error {
 func (ro *reportOptions) report(ids []string) error {
 	o := ro.global
 	start := now()
+	// NVML's initialisation takes tens of milliseconds in the driver: run it while
+	// sysfs is read.
+	gpus := ro.startNVML()
 	n, err := o.load()
 	if err != nil {
 		return err
 	}
-	facts := check.NewFacts(n, ro.gather(n))
+	facts := check.NewFacts(n, ro.gather(n, gpus))
 	results, err := check.Run(facts, ids)
 	if err != nil {
 		return usageError("%v", err)
@@ -164,16 +160,14 @@ func hostName() string {
 // gather collects the facts beside the node: where it came from, NVML, the NCCL
 // settings, RLIMIT_MEMLOCK and the probe. It is the report's one place of I/O
 // after loading the node.
-func (ro *reportOptions) gather(n *node.Node) check.Inputs {
+func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) check.Inputs {
 	o := ro.global
-	in := check.Inputs{Source: check.Live}
-	switch {
-	case o.snapshot != "":
-		in.Source = check.Snapshot
-	case o.root != "/":
-		in.Source = check.Root
+	in := check.Inputs{Source: ro.source()}
+	f, err := gpus()
+	if err != nil {
+		in.NoNVML = err.Error()
 	}
-	in.NoNVML = ro.nvml(n, in.Source)
+	n.GPU = f
 	if in.Source != check.Snapshot {
 		if b, err := readUnder(o.root, "etc/nccl.conf"); err == nil {
 			in.NCCLConf = check.ParseNCCLConf("/etc/nccl.conf", b)
@@ -197,23 +191,24 @@ func (ro *reportOptions) gather(n *node.Node) check.Inputs {
 	return in
 }
 
-// nvml asks NVML for GPU facts where that makes sense and returns why there are
-// none, or "" when there are.
-func (ro *reportOptions) nvml(n *node.Node, src check.Source) string {
+// source says what the report describes.
+func (ro *reportOptions) source() check.Source {
 	switch {
-	case ro.quick:
-		return "NVML not queried: --quick"
-	case ro.global.noNVML:
-		return "NVML not queried: --no-nvml"
-	case src == check.Snapshot:
-		return "NVML not queried: a snapshot carries no NVML state"
-	case src == check.Root:
-		return "NVML not queried: it describes this machine, not the tree under --root"
+	case ro.global.snapshot != "":
+		return check.Snapshot
+	case ro.global.root != "/":
+		return check.Root
 	}
-	if err := n.ProbeGPUs(); err != nil {
-		return err.Error()
+	return check.Live
+}
+
+// startNVML starts asking NVML for the report's GPU facts where that makes sense.
+func (ro *reportOptions) startNVML() func() (*gpu.Facts, error) {
+	skip := ro.global.nvmlSkip()
+	if ro.quick {
+		skip = fmt.Errorf("%w: --quick", errNVMLSkipped)
 	}
-	return ""
+	return startNVML(skip, gpu.Probe)
 }
 
 // runProbe runs the data-integrity probe on the live machine.

@@ -5,25 +5,6 @@ import (
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
-// ProbeGPUs asks NVML for GPU facts and keeps them in n.GPU. It only makes sense
-// on the live machine: NVML describes the GPUs of the running system, not of a
-// snapshot. Without NVML (no driver, no library, a build without cgo) it returns
-// an error wrapping gpu.ErrNoNVML and n.GPU stays nil.
-func (n *Node) ProbeGPUs() error { return n.probe(gpu.Probe) }
-
-// ProbeNVLinks is ProbeGPUs limited to what NV# cells need: each GPU's address
-// and NVLinks, without the per-pair queries.
-func (n *Node) ProbeNVLinks() error { return n.probe(gpu.ProbeLinks) }
-
-func (n *Node) probe(probe func() (*gpu.Facts, error)) error {
-	f, err := probe()
-	if err != nil {
-		return err
-	}
-	n.GPU = f
-	return nil
-}
-
 // gpuAt returns NVML's view of the GPU at a, or nil.
 func (n *Node) gpuAt(a pcie.Address) *gpu.GPU {
 	if n.GPU == nil {

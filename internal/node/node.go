@@ -35,7 +35,8 @@ type Node struct {
 	Platform sysfs.Platform
 	// P2P holds the platform inputs of the kernel's P2PDMA decision.
 	P2P p2pdma.Platform
-	// GPU holds NVML's facts once ProbeGPUs succeeded; nil otherwise.
+	// GPU holds NVML's facts on the live machine when the caller asked NVML
+	// (package gpu); nil otherwise.
 	GPU *gpu.Facts
 	// Warnings are problems that degrade the picture without stopping it: an
 	// unreadable /proc file, a missing pci.ids, per-device read errors.
