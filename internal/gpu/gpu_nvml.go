@@ -5,6 +5,7 @@ package gpu
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -117,46 +118,64 @@ func query(lib nvml.Interface, sc scope) (*Facts, error) {
 			continue
 		}
 		devs[i] = d
-		deviceFacts(d, g)
 	}
 
-	// The common ancestor is symmetric: ask once per unordered pair. P2P
-	// status is asked per ordered pair, as nvidia-smi topo -p2p shows it.
-	ancestors := make(map[[2]int]*TopologyLevel)
-	ancestorErr := make(map[[2]int]nvml.Return)
+	// NVML is thread-safe and each query is a round trip into the driver, so the
+	// per-GPU and per-pair queries run side by side; every goroutine writes only
+	// its own GPU or pair. The common ancestor is symmetric: ask once per unordered
+	// pair. P2P status is asked per ordered pair, as nvidia-smi topo -p2p shows it.
+	var wg sync.WaitGroup
+	for i, d := range devs {
+		if d != nil {
+			wg.Go(func() { deviceFacts(d, &f.GPUs[i]) })
+		}
+	}
+	type ancestor struct {
+		lvl *TopologyLevel
+		ret nvml.Return
+	}
+	ancestors := make([]ancestor, n*n) // [a*n+b] for a < b
 	for a := range n {
 		for b := a + 1; b < n; b++ {
 			if devs[a] == nil || devs[b] == nil {
 				continue
 			}
-			lvl, ret := devs[a].GetTopologyCommonAncestor(devs[b])
-			if ret != nvml.SUCCESS {
-				ancestorErr[[2]int{a, b}] = ret
-				continue
-			}
-			l := TopologyLevel(lvl)
-			ancestors[[2]int{a, b}] = &l
+			wg.Go(func() {
+				lvl, ret := devs[a].GetTopologyCommonAncestor(devs[b])
+				anc := &ancestors[a*n+b]
+				anc.ret = ret
+				if ret == nvml.SUCCESS {
+					l := TopologyLevel(lvl)
+					anc.lvl = &l
+				}
+			})
 		}
 	}
+	f.Pairs = make([]Pair, 0, n*(n-1))
 	for a := range n {
 		for b := range n {
-			if a == b {
-				continue
+			if a != b {
+				f.Pairs = append(f.Pairs, Pair{A: a, B: b})
 			}
-			p := Pair{A: a, B: b}
-			if devs[a] == nil || devs[b] == nil {
-				unknown(&p.Unknown, "pair", reason("no NVML handle for one of the GPUs"))
-				f.Pairs = append(f.Pairs, p)
-				continue
-			}
-			key := [2]int{min(a, b), max(a, b)}
-			if lvl := ancestors[key]; lvl != nil {
-				p.CommonAncestor = lvl
-			} else {
-				unknown(&p.Unknown, "common_ancestor", ancestorErr[key])
-			}
-			p2pCaps(devs[a], devs[b], &p)
-			f.Pairs = append(f.Pairs, p)
+		}
+	}
+	for k := range f.Pairs {
+		p := &f.Pairs[k]
+		if devs[p.A] != nil && devs[p.B] != nil {
+			wg.Go(func() { p2pCaps(devs[p.A], devs[p.B], p) })
+		}
+	}
+	wg.Wait()
+	for k := range f.Pairs {
+		p := &f.Pairs[k]
+		if devs[p.A] == nil || devs[p.B] == nil {
+			unknown(&p.Unknown, "pair", reason("no NVML handle for one of the GPUs"))
+			continue
+		}
+		if anc := ancestors[min(p.A, p.B)*n+max(p.A, p.B)]; anc.lvl != nil {
+			p.CommonAncestor = anc.lvl
+		} else {
+			unknown(&p.Unknown, "common_ancestor", anc.ret)
 		}
 	}
 	return f, nil
