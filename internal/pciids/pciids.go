@@ -59,8 +59,8 @@ type DB struct {
 	classes int     // offset of the first "C " line, or len(data)
 
 	mu      sync.Mutex
-	devices map[uint16]map[uint16]*device // parsed vendor blocks
-	classNm map[uint16]string             // see classNames
+	devices map[uint32]*device // vendor<<16 | device, nil when not listed
+	classNm map[uint16]string  // see classNames
 }
 
 type device struct {
@@ -204,58 +204,86 @@ func hexVal(c byte) (uint32, bool) {
 	return 0, false
 }
 
-// block returns the parsed devices of vendor, parsing its block on first use.
-// Lines that do not parse are skipped: one bad entry costs one name, not all.
-func (db *DB) block(vendor uint16) map[uint16]*device {
+// device returns the entry of vendor's device, looking for its line in the vendor's
+// block on first use and caching what it found (nil too). A vendor's block can hold
+// thousands of lines (Intel's does), of which a machine uses a few, so only the
+// device's own line and its subsystem lines are parsed. Lines that do not parse are
+// skipped: one bad entry costs one name, not all.
+func (db *DB) device(vendor, dev uint16) *device {
+	key := uint32(vendor)<<16 | uint32(dev)
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if m, ok := db.devices[vendor]; ok {
-		return m
+	if d, ok := db.devices[key]; ok {
+		return d
 	}
 	if db.devices == nil {
-		db.devices = map[uint16]map[uint16]*device{}
+		db.devices = map[uint32]*device{}
 	}
+	d := db.findDevice(vendor, dev)
+	db.devices[key] = d
+	return d
+}
+
+func (db *DB) findDevice(vendor, dev uint16) *device {
 	_, body, ok := db.vendorLine(vendor)
 	if !ok {
-		db.devices[vendor] = nil
 		return nil
 	}
-	m := map[uint16]*device{}
-	var cur *device
-	for off := body; off < db.classes; {
-		line, next := lineAt(db.data, off)
-		off = next
-		switch {
-		case len(line) == 0 || line[0] == '#':
-			continue
-		case line[0] != '\t':
-			db.devices[vendor] = m
-			return m // the next vendor
-		case len(line) > 1 && line[1] == '\t':
-			// "\t\tssss dddd  name": a subsystem of the current device.
-			if cur == nil || len(line) < 11 || line[6] != ' ' {
-				continue
-			}
-			sv, ok1 := hexID(line[2:6])
-			sd, name, ok2 := idLine(line[7:], 4)
-			if ok1 && ok2 {
-				if cur.subsystems == nil {
-					cur.subsystems = map[uint32]string{}
-				}
-				cur.subsystems[sv<<16|sd] = name
-			}
-		default:
-			id, name, ok := idLine(line[1:], 4)
-			if !ok {
-				cur = nil
-				continue
-			}
-			cur = &device{name: name}
-			m[uint16(id)] = cur
+	// The block runs to the next line that starts with neither a tab nor '#'.
+	end := body
+	for end < db.classes {
+		line, next := lineAt(db.data, end)
+		if len(line) > 0 && line[0] != '\t' && line[0] != '#' {
+			break
 		}
+		end = next
 	}
-	db.devices[vendor] = m
-	return m
+	block := db.data[body:end]
+	var want [6]byte
+	want[0] = '\t'
+	const hexDigits = "0123456789abcdef"
+	for i := range 4 {
+		want[1+i] = hexDigits[dev>>(12-4*i)&0xf]
+	}
+	want[5] = ' '
+	for off := 0; off < len(block); {
+		i := bytes.Index(block[off:], want[:])
+		if i < 0 {
+			return nil
+		}
+		at := off + i
+		off = at + 1
+		if at > 0 && block[at-1] != '\n' {
+			continue // inside another line
+		}
+		line, next := lineAt(block, at)
+		_, name, ok := idLine(line[1:], 4)
+		if !ok {
+			return nil
+		}
+		d := &device{name: name}
+		// Its subsystems follow on lines with two tabs: "\t\tssss dddd  name".
+		for next < len(block) {
+			sub, after := lineAt(block, next)
+			if len(sub) < 2 || sub[0] != '\t' || sub[1] != '\t' {
+				if len(sub) == 0 || sub[0] != '#' {
+					break
+				}
+			} else if len(sub) >= 11 && sub[6] == ' ' {
+				sv, ok1 := hexID(sub[2:6])
+				sd, sname, ok2 := idLine(sub[7:], 4)
+				if ok1 && ok2 {
+					if d.subsystems == nil {
+						d.subsystems = map[uint32]string{}
+					}
+					d.subsystems[sv<<16|sd] = sname
+				}
+			}
+			next = after
+		}
+		return d
+	}
+	return nil
 }
 
 // Vendor returns the vendor's name, or "" when unknown.
@@ -270,7 +298,7 @@ func (db *DB) Vendor(vendor uint16) string {
 
 // Device returns the device's name, or "" when unknown.
 func (db *DB) Device(vendor, device uint16) string {
-	if d := db.block(vendor)[device]; d != nil {
+	if d := db.device(vendor, device); d != nil {
 		return d.name
 	}
 	return ""
@@ -279,7 +307,7 @@ func (db *DB) Device(vendor, device uint16) string {
 // Subsystem returns the name pci.ids gives the subsystem (subvendor, subdevice) of
 // the device, or "" when it has none.
 func (db *DB) Subsystem(vendor, device, subVendor, subDevice uint16) string {
-	if d := db.block(vendor)[device]; d != nil {
+	if d := db.device(vendor, device); d != nil {
 		return d.subsystems[uint32(subVendor)<<16|uint32(subDevice)]
 	}
 	return ""
