@@ -42,7 +42,7 @@ type reportOptions struct {
 func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&ro.failOn, "fail-on", "fail", "lowest status that makes the exit code non-zero: fail, or warn (exit 2)")
-	f.BoolVar(&ro.quick, "quick", false, "sysfs, /proc and config space only: no NVML, no CUDA (for NHC's timeout)")
+	f.BoolVar(&ro.quick, "quick", false, "sysfs, /proc and config space only: no NVML, no CUDA, no pci.ids names (for NHC's timeout)")
 	f.StringArrayVar(&ro.checks, "check", nil, "run only the check `ID` (repeatable); see 'p2pcheck report --help'")
 	f.BoolVar(&ro.probe, "probe", false, "copy a 64 MiB pattern between every GPU pair with peer access and verify it (needs CUDA)")
 	f.StringVar(&ro.prometheus, "prometheus", "", "also write the results as a node_exporter textfile `FILE` (atomically)")
@@ -116,7 +116,9 @@ func (ro *reportOptions) report(ids []string) error {
 	// NVML's initialisation takes tens of milliseconds in the driver: run it while
 	// sysfs is read.
 	gpus := ro.startNVML()
-	n, err := o.load()
+	// --quick is for health-check timeouts: device names from pci.ids cost a few
+	// milliseconds and no check needs them.
+	n, err := o.loadWith(node.Options{NoNames: ro.quick})
 	if err != nil {
 		return err
 	}
