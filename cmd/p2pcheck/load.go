@@ -32,8 +32,8 @@ func (o *globalOptions) load() (*node.Node, error) {
 	return o.loadWith(node.Options{})
 }
 
-// loadTree is load for commands that show the tree alone (topo, matrix): the
-// platform facts are not read.
+// loadTree is load for commands that show the tree alone (topo): the platform
+// facts are not read.
 func (o *globalOptions) loadTree() (*node.Node, error) {
 	return o.loadWith(node.Options{NoPlatform: true})
 }

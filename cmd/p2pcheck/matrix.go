@@ -22,12 +22,15 @@ func newMatrixCommand(o *globalOptions) *cobra.Command {
 controllers, accelerators and p2pmem providers, with the legend of
 'nvidia-smi topo -m' (X, NV#, PIX, PXB, PHB, NODE, SYS) and each device's CPU and
 NUMA affinity. NVLink counts come from NVML on the live machine; --no-nvml (or a
-snapshot) uses sysfs and config space alone.`,
+snapshot) uses sysfs and config space alone. Devices are listed by label, address
+and IDs; --pci-ids FILE adds product names.`,
 		Example: "  p2pcheck matrix\n  p2pcheck matrix --no-nvml --format json",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			gpus := startNVML(o.nvmlSkip(), gpu.ProbeLinks)
-			n, err := o.loadTree()
+			// Like nvidia-smi, the grid names devices by label and address; product
+			// names from pci.ids (a few milliseconds) only when --pci-ids asks.
+			n, err := o.loadWith(node.Options{NoPlatform: true, NoNames: o.pciIDs == ""})
 			if err != nil {
 				return err
 			}
