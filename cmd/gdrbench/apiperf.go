@@ -52,17 +52,8 @@ type apiRow struct {
 
 func (ao *apiPerfOptions) run(o *globalOptions) (err error) {
 	e := o.setup("apiperf", uint64(ao.size), false)
-	defer func() {
-		if cerr := e.close(); err == nil && cerr != nil {
-			err = failError(cerr)
-		}
-	}()
-	if err := e.require(); err != nil {
-		if o.format == "json" {
-			if werr := o.writeJSON(e.rep); werr != nil {
-				return werr
-			}
-		}
+	defer e.closeInto(&err)
+	if err := e.ready(); err != nil {
 		return err
 	}
 	e.header()

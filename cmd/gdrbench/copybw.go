@@ -65,17 +65,8 @@ type bwRow struct {
 
 func (co *copyBWOptions) run(o *globalOptions) (err error) {
 	e := o.setup("copybw", uint64(co.size), false)
-	defer func() {
-		if cerr := e.close(); err == nil && cerr != nil {
-			err = failError(cerr)
-		}
-	}()
-	if err := e.require(); err != nil {
-		if o.format == "json" {
-			if werr := o.writeJSON(e.rep); werr != nil {
-				return werr
-			}
-		}
+	defer e.closeInto(&err)
+	if err := e.ready(); err != nil {
 		return err
 	}
 	buf, m, err := e.pinMap()

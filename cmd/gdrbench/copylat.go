@@ -64,11 +64,7 @@ func copySizes(max int) []int {
 
 func (co *copyLatOptions) run(o *globalOptions) (err error) {
 	e := o.setup("copylat", uint64(co.size), true)
-	defer func() {
-		if cerr := e.close(); err == nil && cerr != nil {
-			err = failError(cerr)
-		}
-	}()
+	defer e.closeInto(&err)
 	sizes := copySizes(co.size)
 	rows := make([]latRow, len(sizes))
 	for i, s := range sizes {

@@ -76,6 +76,26 @@ func (e *env) close() error {
 	return errors.Join(errs...)
 }
 
+// closeInto is close for a deferred call: a release error becomes the command's
+// error unless it already has one.
+func (e *env) closeInto(err *error) {
+	if cerr := e.close(); *err == nil && cerr != nil {
+		*err = failError(cerr)
+	}
+}
+
+// ready is require for commands that need gdrdrv and device memory: in JSON mode
+// the report, diagnosis included, is written before the error is returned.
+func (e *env) ready() error {
+	err := e.require()
+	if err != nil && e.o.format == "json" {
+		if werr := e.o.writeJSON(e.rep); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
 // require returns the error to exit with when gdrdrv or device memory is
 // missing, having printed the diagnosis in text mode.
 func (e *env) require() error {
