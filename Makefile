@@ -13,13 +13,18 @@ STATICCHECK_VERSION ?= v0.8.2
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 FUZZTIME  ?= 10s
 
-.PHONY: all build run test test-unit test-isa test-vm fuzz-smoke bench lint clean
+.PHONY: all build build-static run test test-unit test-isa test-vm fuzz-smoke bench lint clean
 
 all: build
 
+# cgo (the default where a C compiler exists) lets p2pcheck use NVML and gdrbench
+# CUDA; build-static makes a p2pcheck that runs anywhere, without them.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/p2pcheck ./cmd/p2pcheck
+	$(GO) build -trimpath -o $(BIN)/p2pcheck ./cmd/p2pcheck
 	$(GO) build -trimpath -o $(BIN)/gdrbench ./cmd/gdrbench
+
+build-static:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/p2pcheck-static ./cmd/p2pcheck
 
 run: build
 	$(BIN)/p2pcheck topo $(ARGS)
