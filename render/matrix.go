@@ -23,10 +23,10 @@ type Matrix struct {
 
 // MatrixText writes the grid, then the device legend and the class legend.
 func MatrixText(w io.Writer, m Matrix, s Style) error {
-	p := &printer{w: w}
+	p := newPrinter(w)
 	if len(m.Labels) == 0 {
 		p.line("no GPUs, NICs, NVMe controllers or p2pmem providers found")
-		return p.err
+		return p.done()
 	}
 	width := 5
 	for _, l := range m.Labels {
@@ -72,7 +72,7 @@ func MatrixText(w io.Writer, m Matrix, s Style) error {
 	} else {
 		p.line(s.dim("  (NVLink not queried: NVML unavailable or --no-nvml)"))
 	}
-	return p.err
+	return p.done()
 }
 
 func cellColor(padded, class string, s Style) string {

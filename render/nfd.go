@@ -38,7 +38,7 @@ var labelValue = regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-
 // It fails without writing anything if the file would exceed NFD's 64 KiB limit.
 func NFDFeatures(w io.Writer, r check.Report, expiry time.Time) error {
 	var buf bytes.Buffer
-	p := &printer{w: &buf}
+	p := newPrinter(&buf)
 	p.line("# written by p2pcheck " + sanitizeComment(r.ToolVersion) + "; do not edit")
 	p.line("# +expiry-time=" + expiry.UTC().Format(time.RFC3339))
 	ft := r.Features
@@ -51,8 +51,8 @@ func NFDFeatures(w io.Writer, r check.Report, expiry time.Time) error {
 	for _, c := range r.Checks {
 		p.line(nfdLine("check."+c.ID, string(c.Status)))
 	}
-	if p.err != nil {
-		return p.err
+	if err := p.done(); err != nil {
+		return err
 	}
 	if buf.Len() > nfdMaxFile {
 		return fmt.Errorf("render: features file of %d bytes exceeds NFD's %d-byte limit", buf.Len(), nfdMaxFile)

@@ -25,7 +25,7 @@ type PairReport struct {
 // type, link and ACS Control, which of them the kernel checks, where the path
 // turns, then the verdict, the reason and the fix.
 func PairText(w io.Writer, r PairReport, s Style) error {
-	p := &printer{w: w}
+	p := newPrinter(w)
 	v := r.Verdict
 	p.line(fmt.Sprintf("%s %s  →  %s %s", s.bold("provider"), titleOf(r.Path.From), s.bold("client"), titleOf(r.Path.To)))
 	p.line("")
@@ -102,7 +102,7 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 		}
 		p.line(s.dim("                 (both loosen IOMMU isolation; the runtime form is lost at reboot)"))
 	}
-	return p.err
+	return p.done()
 }
 
 func hostTurn(path pcie.Path) string {

@@ -16,7 +16,7 @@ const maxFindings = 8
 // attention indented below it, the overall verdict with its exit code, and one
 // "fix first:" line.
 func ReportText(w io.Writer, r check.Report, s Style) error {
-	p := &printer{w: w}
+	p := newPrinter(w)
 	p.line(s.bold("p2pcheck report") + " " + envLine(r.Environment))
 	p.line(deviceLine(r.Devices))
 	p.line("")
@@ -67,7 +67,7 @@ func ReportText(w io.Writer, r check.Report, s Style) error {
 	} else {
 		p.line("fix first: nothing, the node is ready")
 	}
-	return p.err
+	return p.done()
 }
 
 // maxObserved bounds the observed line of the text report; JSON has it whole.

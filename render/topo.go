@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +16,7 @@ import (
 // driver, link (a degraded link marked), ACS control on bridges in lspci's words,
 // NUMA node, IOMMU group and the large BARs.
 func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
-	p := &printer{w: w}
+	p := newPrinter(w)
 	for i, hb := range t.HostBridges {
 		if i > 0 {
 			p.line("")
@@ -39,7 +40,7 @@ func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 			p.line("  " + err.Error())
 		}
 	}
-	return p.err
+	return p.done()
 }
 
 // orphanDevices returns functions that hang under no host bridge: their sysfs path
@@ -205,15 +206,30 @@ func SizeString(n uint64) string {
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
 
+// printer writes lines through a buffer, keeping the first error; done flushes.
+// Unbuffered, a tree of a thousand functions costs a thousand write calls.
 type printer struct {
-	w   io.Writer
+	w   *bufio.Writer
 	err error
 }
 
+func newPrinter(w io.Writer) *printer { return &printer{w: bufio.NewWriter(w)} }
+
 func (p *printer) line(s string) {
 	if p.err == nil {
-		_, p.err = io.WriteString(p.w, s+"\n")
+		_, p.err = p.w.WriteString(s)
 	}
+	if p.err == nil {
+		p.err = p.w.WriteByte('\n')
+	}
+}
+
+// done flushes what is buffered and returns the first error.
+func (p *printer) done() error {
+	if p.err == nil {
+		p.err = p.w.Flush()
+	}
+	return p.err
 }
 
 // TopoJSON writes the full model: host bridges, switches, and every function with

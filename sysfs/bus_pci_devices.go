@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -86,7 +87,7 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 			buf := make([]byte, max(attrLimit, configLimit)+1)
 			for j := range chunk {
 				if chunk[j].dir != "" {
-					readFunction(&w, chunk[j].dir, buf, &chunk[j].rec)
+					readFunction(&w, chunk[j].dir, buf, fsys.live, &chunk[j].rec)
 				}
 			}
 		})
@@ -108,7 +109,7 @@ const (
 )
 
 // readFunction reads the function directory dir into r, using buf as scratch space.
-func readFunction(w *dirWalker, dir string, buf []byte, r *pcie.Record) {
+func readFunction(w *dirWalker, dir string, buf []byte, live bool, r *pcie.Record) {
 	t, err := w.open(dir)
 	if err != nil {
 		if r.Err == nil {
@@ -123,7 +124,7 @@ func readFunction(w *dirWalker, dir string, buf []byte, r *pcie.Record) {
 		}
 		return
 	}
-	d := &deviceDir{t: t, name: dir, names: names, buf: buf, rec: r}
+	d := &deviceDir{t: t, name: dir, names: names, buf: buf, live: live, rec: r}
 	d.fill()
 }
 
@@ -185,6 +186,7 @@ type deviceDir struct {
 	name  string   // root-relative, for errors
 	names []string // the directory's entries, sorted
 	buf   []byte
+	live  bool // a mounted sysfs: read config space sparsely
 	rec   *pcie.Record
 }
 
@@ -272,17 +274,28 @@ func (d *deviceDir) list(name string) []string {
 	return names
 }
 
-// config reads the config file through pcie.ReadConfig: only the registers the
-// decoder uses, since every register read through sysfs is a configuration cycle
-// (and, in a VM, an exit to the hypervisor). The read stops where the kernel stops:
-// 64 bytes for a reader without CAP_SYS_ADMIN (pci-sysfs.c pci_read_config). It
-// returns the decoded space, nil when there is none; decoding errors are left to
-// pcie.NewTopology, which reports them against the device.
+// config reads the config file. On a mounted sysfs it goes through pcie.ReadConfig:
+// only the registers the decoder uses, since every register read is a
+// configuration cycle (and, in a VM, an exit to the hypervisor). A copy (a snapshot,
+// an unpacked tree) is read whole, in one read. Either way the read stops where the
+// kernel stopped: 64 bytes for a reader without CAP_SYS_ADMIN (pci-sysfs.c
+// pci_read_config). It returns the decoded space, nil when there is none; decoding
+// errors are left to pcie.NewTopology, which reports them against the device.
 func (d *deviceDir) config() *pcie.Config {
 	name := join(d.name, "config")
 	if !d.has("config") {
 		d.fail(pathErr("read", name, fs.ErrNotExist))
 		return nil
+	}
+	if !d.live {
+		b, err := readBounded(d.t, "config", d.name, d.buf[:configLimit+1], true)
+		if err != nil {
+			d.fail(err)
+			return nil
+		}
+		d.rec.Config = bytes.Clone(b)
+		c, _ := pcie.ParseConfig(d.rec.Config)
+		return c
 	}
 	f, size, err := d.t.openReaderAt("config")
 	if err != nil {

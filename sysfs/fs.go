@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -51,6 +52,9 @@ var (
 // An FS may be used from several goroutines at once.
 type FS struct {
 	t tree
+	// live is set when the root's sys is a mounted sysfs: config space is then read
+	// register by register (pcie.ReadConfig), and a copy of it in one read.
+	live bool
 }
 
 // NewFS returns an FS rooted at the directory root, which stands for "/". Reads are
@@ -68,7 +72,7 @@ func NewFS(root string) (FS, error) {
 	if err != nil {
 		return FS{}, fmt.Errorf("sysfs: root: %w", err)
 	}
-	return FS{t: dirTree{r: r}}, nil
+	return FS{t: dirTree{r: r}, live: isSysfs(filepath.Join(root, "sys"))}, nil
 }
 
 // Close releases the directory an FS made by [NewFS] holds open. It does nothing for a

@@ -63,11 +63,9 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 		return nil, err
 	}
 	n.Topology = pcie.NewTopology(recs)
-	for _, r := range recs {
-		if r.Err != nil {
-			n.Warnings = append(n.Warnings, r.Err)
-		}
-	}
+	// The topology's errors hold each record's read error and what decoding and
+	// placing the functions found.
+	n.Warnings = append(n.Warnings, n.Topology.Errors...)
 	if !opt.NoPlatform {
 		n.Platform, err = fsys.Platform()
 		if err != nil {
