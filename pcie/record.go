@@ -45,6 +45,8 @@ type Record struct {
 
 	P2PMem *P2PMem // p2pmem/ group, nil when absent
 
+	AER *AERCounts // aer_dev_* totals, nil when the kernel exposes none
+
 	// Extra records names sysfs links to this function: network interfaces (net/*),
 	// RDMA devices (infiniband/*), NVMe controllers (nvme/*), DRM cards.
 	NetDevs  []string
@@ -78,6 +80,15 @@ type Resource struct {
 type SRIOVCounts struct {
 	TotalVFs int
 	NumVFs   int
+}
+
+// AERCounts are the error totals AER has logged for the function since boot: the
+// TOTAL_ERR_COR, TOTAL_ERR_NONFATAL and TOTAL_ERR_FATAL lines of aer_dev_correctable,
+// aer_dev_nonfatal and aer_dev_fatal (drivers/pci/pcie/aer.c aer_stats_dev_attr).
+type AERCounts struct {
+	Correctable uint64
+	NonFatal    uint64
+	Fatal       uint64
 }
 
 // P2PMem is the p2pmem/ attribute group of a P2PDMA provider

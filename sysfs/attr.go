@@ -101,6 +101,24 @@ func parseNUMANode(b []byte) (int, error) {
 	return int(n), nil
 }
 
+// parseAERTotal finds the line "key N" of an aer_dev_* attribute, which lists one
+// "name count" line per error type and ends with the total
+// (drivers/pci/pcie/aer.c aer_stats_dev_attr, e.g. "TOTAL_ERR_COR 37").
+func parseAERTotal(b []byte, key string) (uint64, error) {
+	for line := range strings.Lines(string(b)) {
+		name, val, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || name != key {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: want a count, got %q", key, val)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("no %s line", key)
+}
+
 // parseDecimal parses a non-negative "%d", "%u" or "%zd" attribute such as
 // sriov_totalvfs or p2pmem/size.
 func parseDecimal(b []byte) (uint64, error) {

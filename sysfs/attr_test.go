@@ -362,3 +362,35 @@ func FuzzParseCPUList(f *testing.F) {
 		}
 	})
 }
+
+func TestParseAERTotal(t *testing.T) {
+	cor := "RxErr 0\nBadTLP 37\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 37\n"
+	tests := []struct {
+		name, in, key string
+		want          uint64
+		wantErr       bool
+	}{
+		{"correctable", cor, "TOTAL_ERR_COR", 37, false},
+		{"zero", "Undefined 0\nDLP 0\nTOTAL_ERR_FATAL 0\n", "TOTAL_ERR_FATAL", 0, false},
+		{"other key", cor, "TOTAL_ERR_FATAL", 0, true},
+		{"garbage count", "TOTAL_ERR_COR many\n", "TOTAL_ERR_COR", 0, true},
+		{"empty", "", "TOTAL_ERR_COR", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseAERTotal([]byte(tt.in), tt.key)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("%s: parseAERTotal = %d, %v; want %d, error %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func FuzzParseAERTotal(f *testing.F) {
+	f.Add([]byte("BadTLP 37\nTOTAL_ERR_COR 37\n"))
+	f.Add([]byte("TOTAL_ERR_COR 18446744073709551615"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, err := parseAERTotal(b, "TOTAL_ERR_COR")
+		if err != nil && n != 0 {
+			t.Fatalf("count %d returned with error %v", n, err)
+		}
+	})
+}

@@ -354,6 +354,34 @@ func (d *deviceDir) subsystem() {
 	d.hex("subsystem_device", 16, false, func(v uint64) { r.SubDevice = uint16(v) })
 }
 
+// aer reads the AER error totals, present on functions with AER when the kernel
+// handles it (Linux 5.8+).
+func (d *deviceDir) aer() {
+	if !d.has("aer_dev_correctable") {
+		return
+	}
+	var c pcie.AERCounts
+	for _, a := range []struct {
+		name, key string
+		v         *uint64
+	}{
+		{"aer_dev_correctable", "TOTAL_ERR_COR", &c.Correctable},
+		{"aer_dev_nonfatal", "TOTAL_ERR_NONFATAL", &c.NonFatal},
+		{"aer_dev_fatal", "TOTAL_ERR_FATAL", &c.Fatal},
+	} {
+		ok := false
+		d.attr(a.name, aerLimit, false, func(b []byte) (err error) {
+			*a.v, err = parseAERTotal(b, a.key)
+			ok = err == nil
+			return err
+		})
+		if !ok {
+			return
+		}
+	}
+	d.rec.AER = &c
+}
+
 func (d *deviceDir) fill() {
 	r := d.rec
 	c := d.config()
@@ -396,6 +424,7 @@ func (d *deviceDir) fill() {
 	d.virtFns()
 	d.sriov()
 	d.p2pmem()
+	d.aer()
 	r.NetDevs = d.list("net")
 	r.RDMADevs = d.list("infiniband")
 	r.NVMeDevs = d.list("nvme")

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -397,6 +399,53 @@ func BenchmarkPCIRecords(b *testing.B) {
 		recs, err := fsys.PCIRecords()
 		if err != nil || len(recs) != 1000 {
 			b.Fatalf("%d records, err %v", len(recs), err)
+		}
+	}
+}
+
+// TestAERCounts reads the aer_dev_* totals of the degraded-link machine, whose
+// gpu1 has logged 37 correctable errors, from a tree and from its snapshot.
+func TestAERCounts(t *testing.T) {
+	m := fixture.DegradedLink()
+	dir := t.TempDir()
+	if err := m.NoDeviceNodes().Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	if err := m.WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	dirFS, err := NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dirFS.Close()
+	memFS, err := ReadSnapshot(&snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu1 := m.Func("gpu1").Address()
+	for name, fsys := range map[string]FS{"dir": dirFS, "snapshot": memFS} {
+		recs, err := fsys.PCIRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		withCounts := 0
+		for _, r := range recs {
+			if r.AER == nil {
+				continue
+			}
+			withCounts++
+			want := pcie.AERCounts{}
+			if r.Address == gpu1 {
+				want.Correctable = 37
+			}
+			if diff := cmp.Diff(want, *r.AER); diff != "" {
+				t.Errorf("%s: %s AER (-want +got):\n%s", name, r.Address, diff)
+			}
+		}
+		if withCounts == 0 {
+			t.Errorf("%s: no function has AER counts", name)
 		}
 	}
 }

@@ -18,6 +18,8 @@ const (
 	// attrLimit bounds a sysfs attribute: a show() routine fills at most one page
 	// (fs/sysfs/file.c sysfs_kf_seq_show, PAGE_SIZE).
 	attrLimit = 4096
+	// aerLimit bounds an aer_dev_* attribute: a line per error type, about 30.
+	aerLimit = 4096
 	// configLimit is the size of PCI Express configuration space
 	// (include/uapi/linux/pci_regs.h PCI_CFG_SPACE_EXP_SIZE).
 	configLimit = 4096
