@@ -16,6 +16,12 @@ func loadSnapshot(tb testing.TB, path string) (*pcie.Topology, Platform) {
 		tb.Fatal(err)
 	}
 	defer fsys.Close()
+	return loadFS(tb, fsys)
+}
+
+// loadFS reads the topology and the P2PDMA platform facts of fsys.
+func loadFS(tb testing.TB, fsys sysfs.FS) (*pcie.Topology, Platform) {
+	tb.Helper()
 	recs, err := fsys.PCIRecords()
 	if err != nil {
 		tb.Fatal(err)

@@ -33,22 +33,8 @@ func loadFixture(tb testing.TB, name string) machine {
 		tb.Fatal(err)
 	}
 	defer fsys.Close()
-	recs, err := fsys.PCIRecords()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sp, err := fsys.Platform()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var plat Platform
-	if sp.CPU != nil {
-		plat.CPUVendor, plat.CPUFamily = sp.CPU.VendorID, sp.CPU.Family
-	}
-	if sp.Kernel != nil {
-		plat.Kernel = KernelVersion{sp.Kernel.Major, sp.Kernel.Minor}
-	}
-	return machine{topo: pcie.NewTopology(recs), plat: plat, m: m}
+	topo, plat := loadFS(tb, fsys)
+	return machine{topo: topo, plat: plat, m: m}
 }
 
 // dev returns the function the fixture labelled label.
