@@ -19,20 +19,36 @@ func attrString(b []byte) string { return string(bytes.TrimSpace(b)) }
 // parseHex parses a "0x%04x"-style value (vendor, device, subsystem_vendor,
 // subsystem_device, revision, class) that must fit in bitSize bits.
 func parseHex(b []byte, bitSize int) (uint64, error) {
-	return hexValue(attrString(b), bitSize)
+	return hexValue(bytes.TrimSpace(b), bitSize)
 }
 
 // hexValue parses "0x" followed by hexadecimal digits that fit in bitSize bits.
-func hexValue(s string, bitSize int) (uint64, error) {
-	digits, ok := strings.CutPrefix(s, "0x")
-	if !ok || digits == "" || digits[0] == '+' || digits[0] == '-' {
+func hexValue[T string | []byte](s T, bitSize int) (uint64, error) {
+	if len(s) < 3 || s[0] != '0' || s[1] != 'x' {
 		return 0, fmt.Errorf("want 0x-prefixed hex, got %q", s)
 	}
-	v, err := strconv.ParseUint(digits, 16, bitSize)
-	if err != nil {
-		return 0, fmt.Errorf("want 0x-prefixed hex of %d bits, got %q", bitSize, s)
+	var v uint64
+	for i := 2; i < len(s); i++ {
+		d, ok := hexDigit(s[i])
+		if !ok || v>>(bitSize-4) != 0 {
+			return 0, fmt.Errorf("want 0x-prefixed hex of %d bits, got %q", bitSize, s)
+		}
+		v = v<<4 | d
 	}
 	return v, nil
+}
+
+// hexDigit is the value of one hexadecimal digit.
+func hexDigit(c byte) (uint64, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return uint64(c - '0'), true
+	case 'a' <= c && c <= 'f':
+		return uint64(c-'a') + 10, true
+	case 'A' <= c && c <= 'F':
+		return uint64(c-'A') + 10, true
+	}
+	return 0, false
 }
 
 // parseClass parses the class attribute, "0x%06x" (base<<16 | sub<<8 | prog-if).
@@ -148,20 +164,27 @@ func parseBool(b []byte) (bool, error) {
 // are all-zero lines and are left out; Index keeps each line's position.
 func parseResource(b []byte) ([]pcie.Resource, error) {
 	var out []pcie.Resource
-	for i, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if line == "" && i == 0 {
-			break
-		}
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			return nil, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
-		}
+	b = bytes.TrimRight(b, "\n")
+	if len(b) == 0 {
+		return nil, nil
+	}
+	for i := 0; b != nil; i++ {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
 		var v [3]uint64
-		for j, s := range f {
+		rest := line
+		for j := range v {
+			var f []byte
+			if f, rest = field(rest); f == nil {
+				return nil, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
+			}
 			var err error
-			if v[j], err = hexValue(s, 64); err != nil {
+			if v[j], err = hexValue(f, 64); err != nil {
 				return nil, fmt.Errorf("resource line %d: %w", i, err)
 			}
+		}
+		if f, _ := field(rest); f != nil {
+			return nil, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
 		}
 		if v == [3]uint64{} {
 			continue
@@ -172,6 +195,19 @@ func parseResource(b []byte) ([]pcie.Resource, error) {
 		out = append(out, pcie.Resource{Index: i, Start: v[0], End: v[1], Flags: v[2]})
 	}
 	return out, nil
+}
+
+// field cuts the first blank-separated field off b; f is nil when b holds none.
+func field(b []byte) (f, rest []byte) {
+	b = bytes.TrimLeft(b, " \t\r\v\f")
+	if len(b) == 0 {
+		return nil, nil
+	}
+	i := bytes.IndexAny(b, " \t\r\v\f")
+	if i < 0 {
+		return b, nil
+	}
+	return b[:i], b[i:]
 }
 
 // maxCPU bounds CPU numbers in CPU lists and masks (the kernel's NR_CPUS tops out at

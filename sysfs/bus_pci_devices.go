@@ -1,7 +1,6 @@
 package sysfs
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -45,88 +44,164 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, pathErr("readdir", busPCIDevices, err))
 	}
-	type function struct {
-		rec pcie.Record
-		dir string // root-relative directory, once resolved
-	}
 	fns := make([]function, 0, len(names))
 	for _, name := range names {
 		a, err := pcie.ParseAddress(name)
 		if err != nil || a.String() != name {
 			continue // not a function: sysfs names them canonically
 		}
-		f := function{rec: pcie.Record{Address: a}}
-		link := join(busPCIDevices, name)
-		switch target, err := bus.readLink(name); {
-		case errors.Is(err, errNotLink):
-			f.dir = link // a plain directory, as in a hand-made tree
-			f.rec.Err = pathErr("readlink", link, fmt.Errorf("%w: want a link into /sys/devices", err))
-		case err != nil:
-			f.rec.Err = pathErr("readlink", link, err)
-		default:
-			f.dir, f.rec.Err = resolveLexical(link, target)
-			if rel, ok := strings.CutPrefix(f.dir, sysDevices+"/"); ok {
-				f.rec.Path = rel
-			} else if f.rec.Err == nil {
-				f.rec.Err = pathErr("readlink", link, fmt.Errorf("target %q is not below /sys/devices", target))
-			}
-		}
-		fns = append(fns, f)
+		fns = append(fns, function{rec: pcie.Record{Address: a}})
 	}
+	parallel(len(fns), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			resolveFunction(bus, &fns[i])
+		}
+	})
 	// Directory order puts every bridge before the functions below it; each worker
 	// takes a contiguous run of it, so the directories it keeps open are shared by
 	// the functions it reads.
 	slices.SortFunc(fns, func(x, y function) int { return strings.Compare(x.dir, y.dir) })
-	workers := min(runtime.GOMAXPROCS(0), maxWorkers, (len(fns)+functionsPerWorker-1)/functionsPerWorker)
-	var wg sync.WaitGroup
-	for i := range workers {
-		chunk := fns[i*len(fns)/workers : (i+1)*len(fns)/workers]
-		wg.Go(func() {
-			w := dirWalker{root: fsys.t}
-			defer w.close()
-			buf := make([]byte, max(attrLimit, configLimit)+1)
-			for j := range chunk {
-				if chunk[j].dir != "" {
-					readFunction(&w, chunk[j].dir, buf, fsys.live, &chunk[j].rec)
-				}
+	parallel(len(fns), func(lo, hi int) {
+		r := reader{walker: dirWalker{root: fsys.t}, buf: make([]byte, attrLimit+1), live: fsys.live, cpus: map[int]string{}}
+		defer r.walker.close()
+		for i := lo; i < hi; i++ {
+			if fns[i].dir != "" {
+				r.read(&fns[i])
 			}
-		})
-	}
-	wg.Wait()
+		}
+	})
+	slices.SortFunc(fns, func(x, y function) int { return x.rec.Address.Compare(y.rec.Address) })
+	fsys.virtFnIDs(fns)
 	recs := make([]pcie.Record, len(fns))
 	for i := range fns {
 		recs[i] = fns[i].rec
 	}
-	slices.SortFunc(recs, func(x, y pcie.Record) int { return x.Address.Compare(y.Address) })
 	return recs, nil
 }
 
-// Workers reading functions in parallel. One is worth starting per few dozen
+// resolveFunction resolves the /sys/bus/pci/devices link of f, listed in bus, to its
+// directory below /sys/devices.
+func resolveFunction(bus tree, f *function) {
+	name := f.rec.Address.String()
+	link := join(busPCIDevices, name)
+	switch target, err := bus.readLink(name); {
+	case errors.Is(err, errNotLink):
+		f.dir = link // a plain directory, as in a hand-made tree
+		f.rec.Err = pathErr("readlink", link, fmt.Errorf("%w: want a link into /sys/devices", err))
+	case err != nil:
+		f.rec.Err = pathErr("readlink", link, err)
+	default:
+		f.dir, f.rec.Err = resolveLexical(link, target)
+		if rel, ok := strings.CutPrefix(f.dir, sysDevices+"/"); ok {
+			f.rec.Path = rel
+		} else if f.rec.Err == nil {
+			f.rec.Err = pathErr("readlink", link, fmt.Errorf("target %q is not below /sys/devices", target))
+		}
+	}
+}
+
+// parallel splits [0, n) into contiguous runs and calls f on each from its own
+// goroutine, one per CPU and per few dozen items at most.
+func parallel(n int, f func(lo, hi int)) {
+	workers := max(1, min(runtime.GOMAXPROCS(0), maxWorkers, (n+functionsPerWorker-1)/functionsPerWorker))
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() { f(i*n/workers, (i+1)*n/workers) })
+	}
+	wg.Wait()
+}
+
+// function is one PCI function as PCIRecords reads it.
+type function struct {
+	rec pcie.Record
+	dir string // root-relative directory, once resolved
+	// idsFromPF is set on a virtual function whose IDs are to be taken from its
+	// physical function once every function is read (see virtFnIDs).
+	idsFromPF bool
+	// sriov is the function's decoded SR-IOV capability, nil when it has none.
+	sriov *pcie.SRIOVCap
+}
+
+// virtFnIDs fills the vendor and device IDs of the virtual functions in fns, sorted
+// by address, as the kernel sets them when it adds a VF (drivers/pci/iov.c
+// pci_iov_add_virtfn): the vendor is the PF's, the device the VF Device ID of the PF's
+// SR-IOV capability. A VF whose PF or capability was not read (config space past 64
+// bytes needs root) gets them from its own vendor and device attributes instead.
+func (fsys FS) virtFnIDs(fns []function) {
+	for i := range fns {
+		vf := &fns[i]
+		if !vf.idsFromPF {
+			continue
+		}
+		if pf := vf.rec.PhysFn; pf != nil {
+			j, ok := slices.BinarySearchFunc(fns, *pf, func(f function, a pcie.Address) int { return f.rec.Address.Compare(a) })
+			if ok && fns[j].sriov != nil && fns[j].rec.Vendor != 0 {
+				vf.rec.Vendor, vf.rec.Device = fns[j].rec.Vendor, fns[j].sriov.VFDevice
+				continue
+			}
+		}
+		fsys.readIDs(vf)
+	}
+}
+
+// readIDs reads the vendor and device attributes of f's directory.
+func (fsys FS) readIDs(f *function) {
+	t, err := fsys.t.sub(f.dir)
+	if err != nil {
+		if f.rec.Err == nil {
+			f.rec.Err = pathErr("open", f.dir, err)
+		}
+		return
+	}
+	defer t.close()
+	d := &deviceDir{t: t, name: f.dir, r: &reader{buf: make([]byte, attrLimit+1)}, fn: f, rec: &f.rec}
+	d.hex("vendor", 16, true, func(v uint64) { f.rec.Vendor = uint16(v) })
+	d.hex("device", 16, true, func(v uint64) { f.rec.Device = uint16(v) })
+}
+
+// Goroutines reading functions in parallel. One is worth starting per few dozen
 // functions; on a 32-CPU H200 host more than four brought little (BenchmarkPCIRecords).
 const (
 	maxWorkers         = 8
 	functionsPerWorker = 64
 )
 
-// readFunction reads the function directory dir into r, using buf as scratch space.
-func readFunction(w *dirWalker, dir string, buf []byte, live bool, r *pcie.Record) {
-	t, err := w.open(dir)
+// reader is what one goroutine of PCIRecords keeps from one function to the next.
+type reader struct {
+	walker dirWalker
+	buf    []byte // scratch space for one attribute
+	live   bool   // a mounted sysfs: read config space sparsely
+	// cpus is local_cpulist by NUMA node (see localCPUs).
+	cpus map[int]string
+	// configs is where config files are read to: they stay there, as the records'
+	// Config, so one allocation serves many functions.
+	configs []byte
+}
+
+// read reads the directory of f into f.
+func (r *reader) read(f *function) {
+	t, err := r.walker.open(f.dir)
 	if err != nil {
-		if r.Err == nil {
-			r.Err = err
+		if f.rec.Err == nil {
+			f.rec.Err = err
 		}
 		return
 	}
-	names, err := t.names(".")
-	if err != nil {
-		if r.Err == nil {
-			r.Err = pathErr("readdir", dir, err)
-		}
-		return
-	}
-	d := &deviceDir{t: t, name: dir, names: names, buf: buf, live: live, rec: r}
+	d := &deviceDir{t: t, name: f.dir, r: r, fn: f, rec: &f.rec}
 	d.fill()
 }
+
+// configBuf returns room for one config file read whole, one byte more than the
+// largest, at the start of r.configs.
+func (r *reader) configBuf() []byte {
+	if len(r.configs) < configLimit+1 {
+		r.configs = make([]byte, configSlab*configLimit+1)
+	}
+	return r.configs[:configLimit+1]
+}
+
+// configSlab is how many config files one allocation of reader.configs holds.
+const configSlab = 64
 
 // dirWalker opens directories one element at a time, keeping the chain from the root
 // to the last one open, so that walking a tree in sorted order opens each directory
@@ -179,15 +254,16 @@ func (w *dirWalker) close() {
 	w.stack = nil
 }
 
-// deviceDir reads the attributes of one function's directory into rec. The listing
-// made first says which attributes exist, so no read is spent on an absent one.
+// deviceDir reads the attributes of one function's directory into rec. The directory
+// is not listed: an attribute is read, and one that does not exist is absent. Which
+// attributes exist follows from what was read before (the capabilities in config
+// space, a bound driver), so few reads are spent on absent ones.
 type deviceDir struct {
-	t     tree
-	name  string   // root-relative, for errors
-	names []string // the directory's entries, sorted
-	buf   []byte
-	live  bool // a mounted sysfs: read config space sparsely
-	rec   *pcie.Record
+	t    tree
+	name string    // root-relative, for errors
+	r    *reader   // the goroutine's scratch space and memory of what it read
+	fn   *function // what PCIRecords completes after the read
+	rec  *pcie.Record
 }
 
 // fail keeps the first error.
@@ -197,29 +273,24 @@ func (d *deviceDir) fail(err error) {
 	}
 }
 
-// has reports whether the directory lists name.
-func (d *deviceDir) has(name string) bool {
-	_, ok := slices.BinarySearch(d.names, name)
-	return ok
-}
-
 // attr reads the attribute name, no longer than limit, and hands it to parse. A missing
-// attribute is an error when required and otherwise leaves parse uncalled.
-func (d *deviceDir) attr(name string, limit int, required bool, parse func([]byte) error) {
-	if !d.has(name) {
-		if required {
-			d.fail(pathErr("read", join(d.name, name), fs.ErrNotExist))
-		}
-		return
+// attribute is an error when required and otherwise leaves parse uncalled; ok reports
+// whether it existed.
+func (d *deviceDir) attr(name string, limit int, required bool, parse func([]byte) error) (ok bool) {
+	buf := d.r.buf[:limit+1]
+	n, err := d.t.readFile(name, buf, false)
+	if !required && errors.Is(err, fs.ErrNotExist) {
+		return false
 	}
-	b, err := readBounded(d.t, name, d.name, d.buf[:limit+1], false)
+	b, err := bounded(buf, n, err, name, d.name)
 	if err != nil {
 		d.fail(err)
-		return
+		return false
 	}
 	if err := parse(b); err != nil {
 		d.fail(pathErr("parse", join(d.name, name), err))
 	}
+	return true
 }
 
 // hex reads a hexadecimal attribute of at most bitSize bits and hands it to set.
@@ -236,12 +307,11 @@ func (d *deviceDir) hex(name string, bitSize int, required bool, set func(uint64
 // link reads the link name; ok is false when it is absent. One that is not a link is
 // an error.
 func (d *deviceDir) link(name string) (target string, ok bool) {
-	if !d.has(name) {
-		return "", false
-	}
 	target, err := d.t.readLink(name)
 	if err != nil {
-		d.fail(pathErr("readlink", join(d.name, name), err))
+		if !errors.Is(err, fs.ErrNotExist) {
+			d.fail(pathErr("readlink", join(d.name, name), err))
+		}
 		return "", false
 	}
 	return target, true
@@ -263,12 +333,11 @@ func (d *deviceDir) linkedAddress(name string) (pcie.Address, bool) {
 
 // list lists the directory name (net, infiniband, nvme), nil when it is absent.
 func (d *deviceDir) list(name string) []string {
-	if !d.has(name) {
-		return nil
-	}
 	names, err := d.t.names(name)
 	if err != nil {
-		d.fail(pathErr("readdir", join(d.name, name), err))
+		if !errors.Is(err, fs.ErrNotExist) {
+			d.fail(pathErr("readdir", join(d.name, name), err))
+		}
 		return nil
 	}
 	return names
@@ -283,17 +352,16 @@ func (d *deviceDir) list(name string) []string {
 // errors are left to pcie.NewTopology, which reports them against the device.
 func (d *deviceDir) config() *pcie.Config {
 	name := join(d.name, "config")
-	if !d.has("config") {
-		d.fail(pathErr("read", name, fs.ErrNotExist))
-		return nil
-	}
-	if !d.live {
-		b, err := readBounded(d.t, "config", d.name, d.buf[:configLimit+1], true)
+	if !d.r.live {
+		// A regular file returns less than asked only at its end, so one read of
+		// one byte more than the limit takes it whole.
+		b, err := readBounded(d.t, "config", d.name, d.r.configBuf(), false)
 		if err != nil {
 			d.fail(err)
 			return nil
 		}
-		d.rec.Config = bytes.Clone(b)
+		d.rec.Config = b[:len(b):len(b)]
+		d.r.configs = d.r.configs[len(b):]
 		c, _ := pcie.ParseConfig(d.rec.Config)
 		return c
 	}
@@ -334,10 +402,13 @@ func (d *deviceDir) ids(c *pcie.Config) {
 		return
 	}
 	r.Class, r.Revision = c.Class, c.Revision
-	if c.Vendor == 0xffff {
+	switch {
+	case c.Vendor == 0xffff && r.PhysFn != nil:
+		d.fn.idsFromPF = true
+	case c.Vendor == 0xffff:
 		d.hex("vendor", 16, true, func(v uint64) { r.Vendor = uint16(v) })
 		d.hex("device", 16, true, func(v uint64) { r.Device = uint16(v) })
-	} else {
+	default:
 		r.Vendor, r.Device = c.Vendor, c.Device
 	}
 	if c.HeaderType != 0 {
@@ -354,20 +425,22 @@ func (d *deviceDir) subsystem() {
 	d.hex("subsystem_device", 16, false, func(v uint64) { r.SubDevice = uint16(v) })
 }
 
-// aer reads the AER error totals, present on functions with AER when the kernel
-// handles it (Linux 5.8+).
-func (d *deviceDir) aer() {
-	if !d.has("aer_dev_correctable") {
+// aer reads the AER error totals. The kernel shows them (Linux 5.8+) only for a
+// function with an AER capability (drivers/pci/pcie/aer.c pci_aer_init allocates
+// aer_stats only then; aer_stats_attrs_are_visible), so they are not looked for when
+// extended config space was read and has none.
+func (d *deviceDir) aer(c *pcie.Config) {
+	if c != nil && c.ExtCapsKnown && !c.AER {
 		return
 	}
-	var c pcie.AERCounts
+	var counts pcie.AERCounts
 	for _, a := range []struct {
 		name, key string
 		v         *uint64
 	}{
-		{"aer_dev_correctable", "TOTAL_ERR_COR", &c.Correctable},
-		{"aer_dev_nonfatal", "TOTAL_ERR_NONFATAL", &c.NonFatal},
-		{"aer_dev_fatal", "TOTAL_ERR_FATAL", &c.Fatal},
+		{"aer_dev_correctable", "TOTAL_ERR_COR", &counts.Correctable},
+		{"aer_dev_nonfatal", "TOTAL_ERR_NONFATAL", &counts.NonFatal},
+		{"aer_dev_fatal", "TOTAL_ERR_FATAL", &counts.Fatal},
 	} {
 		ok := false
 		d.attr(a.name, aerLimit, false, func(b []byte) (err error) {
@@ -379,12 +452,18 @@ func (d *deviceDir) aer() {
 			return
 		}
 	}
-	d.rec.AER = &c
+	d.rec.AER = &counts
 }
 
 func (d *deviceDir) fill() {
 	r := d.rec
 	c := d.config()
+	if c != nil {
+		d.fn.sriov = c.SRIOV
+	}
+	if a, ok := d.linkedAddress("physfn"); ok {
+		r.PhysFn = &a
+	}
 	d.ids(c)
 	if target, ok := d.link("driver"); ok {
 		r.Driver = path.Base(target)
@@ -404,10 +483,7 @@ func (d *deviceDir) fill() {
 		}
 		return err
 	})
-	d.attr("local_cpulist", attrLimit, false, func(b []byte) error {
-		r.LocalCPUList = attrString(b)
-		return nil
-	})
+	d.localCPUs()
 	// The link attributes read LNKSTA and LNKCAP again (pci-sysfs.c
 	// current_link_speed_show); skip them when the capability was decoded.
 	if c == nil || c.Express == nil || !c.Express.HasLink {
@@ -418,16 +494,39 @@ func (d *deviceDir) fill() {
 		r.Resources, err = parseResource(b)
 		return err
 	})
-	if a, ok := d.linkedAddress("physfn"); ok {
-		r.PhysFn = &a
+	d.sriov(c)
+	d.aer(c)
+	// The p2pmem group and the class devices below a function are registered by
+	// the driver bound to it and go away with it (pci_p2pdma_add_resource is a
+	// driver's call and devres-managed; net, infiniband and nvme devices have the
+	// function as parent): without a driver there are none to look for.
+	if r.Driver != "" {
+		d.p2pmem()
+		r.NetDevs = d.list("net")
+		r.RDMADevs = d.list("infiniband")
+		r.NVMeDevs = d.list("nvme")
 	}
-	d.virtFns()
-	d.sriov()
-	d.p2pmem()
-	d.aer()
-	r.NetDevs = d.list("net")
-	r.RDMADevs = d.list("infiniband")
-	r.NVMeDevs = d.list("nvme")
+}
+
+// localCPUs reads local_cpulist. Where numa_node exists the kernel has CONFIG_NUMA,
+// and local_cpulist is then a function of the node alone: the online CPUs of the node,
+// or all online CPUs for -1 (pci-sysfs.c pci_dev_show_local_cpu). So it is read once
+// per node and reused for the other functions of that node.
+func (d *deviceDir) localCPUs() {
+	r := d.rec
+	if r.NUMANode != nil {
+		if s, ok := d.r.cpus[*r.NUMANode]; ok {
+			r.LocalCPUList = s
+			return
+		}
+	}
+	d.attr("local_cpulist", attrLimit, false, func(b []byte) error {
+		r.LocalCPUList = attrString(b)
+		if r.NUMANode != nil {
+			d.r.cpus[*r.NUMANode] = r.LocalCPUList
+		}
+		return nil
+	})
 }
 
 // linkAttrs reads <which>_link_speed and <which>_link_width, present on PCI Express
@@ -443,62 +542,48 @@ func (d *deviceDir) linkAttrs(which string, l *pcie.Link) {
 	})
 }
 
-// virtFns reads the virtfnN links of a physical function (drivers/pci/iov.c
-// pci_iov_sysfs_link), in N order.
-func (d *deviceDir) virtFns() {
-	type vf struct {
-		n    int
-		name string
-	}
-	var vfs []vf
-	for _, name := range d.names {
-		num, ok := strings.CutPrefix(name, "virtfn")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(num)
-		if err != nil || n < 0 {
-			continue
-		}
-		vfs = append(vfs, vf{n, name})
-	}
-	slices.SortFunc(vfs, func(a, b vf) int { return a.n - b.n })
-	for _, v := range vfs {
-		if a, ok := d.linkedAddress(v.name); ok {
-			d.rec.VirtFns = append(d.rec.VirtFns, a)
-		}
-	}
-}
-
 // sriov reads sriov_totalvfs and sriov_numvfs of a physical function
-// (drivers/pci/iov.c sriov_pf_dev_attrs).
-func (d *deviceDir) sriov() {
-	if !d.has("sriov_totalvfs") {
+// (drivers/pci/iov.c sriov_pf_dev_attrs), then its virtfnN links. The attributes
+// exist only on a function with an SR-IOV capability (sriov_init), so they are not
+// looked for when extended config space was read and has none. The kernel links VFs
+// 0 to NumVFs-1 (pci_iov_add_virtfn, pci_iov_sysfs_link), so the links are read in N
+// order up to the first that is absent.
+func (d *deviceDir) sriov(c *pcie.Config) {
+	if c != nil && c.ExtCapsKnown && c.SRIOV == nil {
 		return
 	}
-	var c pcie.SRIOVCounts
-	d.attr("sriov_totalvfs", attrLimit, true, func(b []byte) error {
+	var counts pcie.SRIOVCounts
+	if !d.attr("sriov_totalvfs", attrLimit, false, func(b []byte) error {
 		v, err := parseDecimal(b)
-		c.TotalVFs = int(min(v, 1<<16))
+		counts.TotalVFs = int(min(v, 1<<16))
 		return err
-	})
+	}) {
+		return
+	}
 	d.attr("sriov_numvfs", attrLimit, true, func(b []byte) error {
 		v, err := parseDecimal(b)
-		c.NumVFs = int(min(v, 1<<16))
+		counts.NumVFs = int(min(v, 1<<16))
 		return err
 	})
-	d.rec.SRIOV = &c
+	d.rec.SRIOV = &counts
+	for n := 0; n < 1<<16; n++ {
+		a, ok := d.linkedAddress("virtfn" + strconv.Itoa(n))
+		if !ok {
+			break
+		}
+		d.rec.VirtFns = append(d.rec.VirtFns, a)
+	}
 }
 
 // p2pmem reads the p2pmem attribute group of a P2PDMA provider (drivers/pci/p2pdma.c
 // p2pmem_group; Documentation/ABI/testing/sysfs-bus-pci). p2pmem/allocate is never
 // read: only its presence is recorded.
 func (d *deviceDir) p2pmem() {
-	if !d.has("p2pmem") {
+	t, err := d.t.sub("p2pmem")
+	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
 	name := join(d.name, "p2pmem")
-	t, err := d.t.sub("p2pmem")
 	if err != nil {
 		d.fail(pathErr("open", name, err))
 		return
@@ -509,7 +594,7 @@ func (d *deviceDir) p2pmem() {
 		d.fail(pathErr("readdir", name, err))
 		return
 	}
-	g := &deviceDir{t: t, name: name, names: names, buf: d.buf, rec: d.rec}
+	g := &deviceDir{t: t, name: name, r: d.r, rec: d.rec}
 	var p pcie.P2PMem
 	g.attr("size", attrLimit, true, func(b []byte) (err error) {
 		p.Size, err = parseDecimal(b)
@@ -523,6 +608,6 @@ func (d *deviceDir) p2pmem() {
 		p.Published, err = parseBool(b)
 		return err
 	})
-	p.Allocate = g.has("allocate")
+	p.Allocate = slices.Contains(names, "allocate")
 	d.rec.P2PMem = &p
 }

@@ -149,22 +149,26 @@ func TestPCIRecordsAttributes(t *testing.T) {
 		file(d+"max_link_width", "16\n"),
 		file(d+"resource", "0x0000000000001000 0x0000000000001fff 0x0000000000040200\n"+
 			"0x0000000000000000 0x0000000000000000 0x0000000000000000\n"),
-		file(d+"sriov_totalvfs", "4\n"),
-		file(d+"sriov_numvfs", "2\n"),
+		file(d+"sriov_totalvfs", "16\n"),
+		file(d+"sriov_numvfs", "11\n"),
 		file(d+"p2pmem/size", "8388608\n"),
 		file(d+"p2pmem/available", "4194304\n"),
 		file(d+"p2pmem/published", "1\n"),
 		entry{name: d + "p2pmem/allocate", mode: 0o660},
 		symlink(d+"driver", "../../../bus/pci/drivers/nvme"),
 		symlink(d+"iommu_group", "../../../kernel/iommu_groups/17"),
-		symlink(d+"virtfn10", "../0000:00:06.3"),
-		symlink(d+"virtfn2", "../0000:00:06.2"),
-		symlink(d+"virtfn1", "../0000:00:06.1"),
 		directory(d+"net/eth0"),
 		directory(d+"net/eth1"),
 		directory(d+"infiniband/mlx5_0"),
 		directory(d+"nvme/nvme3"),
 	)
+	// The kernel links VFs 0 to NumVFs-1; virtfn10 must come after virtfn2.
+	var vfs []pcie.Address
+	for n := range 11 {
+		vf := fmt.Sprintf("0000:00:%02x.%d", 7+n/8, n%8)
+		entries = append(entries, symlink(fmt.Sprintf("%svirtfn%d", d, n), "../"+vf))
+		vfs = append(vfs, mustAddr(t, vf))
+	}
 	entries = append(entries, gpuEntries("0000:00:06.1",
 		symlink("sys/devices/pci0000:00/0000:00:06.1/physfn", "../0000:00:06.0"))...)
 	want := []pcie.Record{{
@@ -174,13 +178,12 @@ func TestPCIRecordsAttributes(t *testing.T) {
 		Driver: "nvme", NUMANode: ptr(1), IOMMUGroup: ptr(17), LocalCPUList: "0-3,8-11",
 		CurrentLink: pcie.Link{Speed: 3, Width: 8}, MaxLink: pcie.Link{Speed: 4, Width: 16},
 		Resources: []pcie.Resource{{Index: 0, Start: 0x1000, End: 0x1fff, Flags: 0x40200}},
-		VirtFns: []pcie.Address{
-			mustAddr(t, "0000:00:06.1"), mustAddr(t, "0000:00:06.2"), mustAddr(t, "0000:00:06.3")},
-		SRIOV:    &pcie.SRIOVCounts{TotalVFs: 4, NumVFs: 2},
-		P2PMem:   &pcie.P2PMem{Size: 8 << 20, Available: 4 << 20, Published: true, Allocate: true},
-		NetDevs:  []string{"eth0", "eth1"},
-		RDMADevs: []string{"mlx5_0"},
-		NVMeDevs: []string{"nvme3"},
+		VirtFns:   vfs,
+		SRIOV:     &pcie.SRIOVCounts{TotalVFs: 16, NumVFs: 11},
+		P2PMem:    &pcie.P2PMem{Size: 8 << 20, Available: 4 << 20, Published: true, Allocate: true},
+		NetDevs:   []string{"eth0", "eth1"},
+		RDMADevs:  []string{"mlx5_0"},
+		NVMeDevs:  []string{"nvme3"},
 	}, {
 		Address: mustAddr(t, "0000:00:06.1"), Path: "pci0000:00/0000:00:06.1",
 		Vendor: 0x10de, Device: 0x2335, Class: 0x030200, Config: make([]byte, 64),
@@ -276,6 +279,7 @@ func TestPCIRecordsLinksInside(t *testing.T) {
 		file(d+"pool/available", "0\n"),
 		file(d+"pool/published", "1\n"),
 		symlink(d+"p2pmem", "pool"),
+		symlink(d+"driver", "../../../bus/pci/drivers/nvme"),
 	))
 	for kind, fsys := range map[string]FS{"dir": dirFS, "snapshot": memFS} {
 		recs, err := fsys.PCIRecords()

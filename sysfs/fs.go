@@ -193,6 +193,11 @@ func (fsys FS) readFile(name string, limit int) ([]byte, error) {
 // acceptable file. Errors name prefix/name.
 func readBounded(t tree, name, prefix string, buf []byte, toEOF bool) ([]byte, error) {
 	n, err := t.readFile(name, buf, toEOF)
+	return bounded(buf, n, err, name, prefix)
+}
+
+// bounded completes readBounded from what readFile returned.
+func bounded(buf []byte, n int, err error, name, prefix string) ([]byte, error) {
 	if err == nil && n == len(buf) {
 		err = fmt.Errorf("%w (%d bytes)", errTooLarge, len(buf)-1)
 	}
