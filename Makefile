@@ -13,7 +13,7 @@ STATICCHECK_VERSION ?= v0.8.2
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 FUZZTIME  ?= 10s
 
-.PHONY: all build build-static run test test-unit test-isa test-vm fuzz-smoke bench lint clean
+.PHONY: all build build-static run test test-unit test-isa test-vm fuzz-smoke bench bench-topo lint clean
 
 all: build
 
@@ -61,6 +61,11 @@ fuzz-smoke:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pcie/ ./sysfs/ ./p2pdma/
 	$(GO) test -run '^$$' -bench . -benchtime 200ms -count 3 ./gdrcopy/internal/wccopy/
+
+# Whole-process `p2pcheck topo` against `lspci -tv` on the 1,028-function synthetic
+# machine (needs pciutils): medians of interleaved rounds, their ratio and peak RSS.
+bench-topo: build
+	$(GO) run ./internal/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck
 
 lint:
 	$(GO) vet ./...

@@ -171,6 +171,9 @@ func parseResource(b []byte) ([]pcie.Resource, error) {
 	for i := 0; b != nil; i++ {
 		var line []byte
 		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		if string(line) == unusedResource {
+			continue
+		}
 		var v [3]uint64
 		rest := line
 		for j := range v {
@@ -197,18 +200,27 @@ func parseResource(b []byte) ([]pcie.Resource, error) {
 	return out, nil
 }
 
-// field cuts the first blank-separated field off b; f is nil when b holds none.
+// unusedResource is the line resource_show prints for an unused resource, most of
+// the lines of most functions.
+const unusedResource = "0x0000000000000000 0x0000000000000000 0x0000000000000000"
+
+// field cuts the first blank-separated field (isBlank) off b; f is nil when b holds
+// none.
 func field(b []byte) (f, rest []byte) {
-	b = bytes.TrimLeft(b, " \t\r\v\f")
-	if len(b) == 0 {
+	i := 0
+	for i < len(b) && isBlank(b[i]) {
+		i++
+	}
+	if i == len(b) {
 		return nil, nil
 	}
-	i := bytes.IndexAny(b, " \t\r\v\f")
-	if i < 0 {
-		return b, nil
+	j := i
+	for j < len(b) && !isBlank(b[j]) {
+		j++
 	}
-	return b[:i], b[i:]
+	return b[i:j], b[j:]
 }
+
 
 // maxCPU bounds CPU numbers in CPU lists and masks (the kernel's NR_CPUS tops out at
 // 8192; this leaves room and keeps a hostile "0-4000000000" from allocating).

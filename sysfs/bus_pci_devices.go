@@ -52,6 +52,7 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 		}
 		fns = append(fns, function{rec: pcie.Record{Address: a}})
 	}
+	slices.SortFunc(fns, func(x, y function) int { return x.rec.Address.Compare(y.rec.Address) })
 	parallel(len(fns), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			resolveFunction(bus, &fns[i])
@@ -60,17 +61,20 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 	// Directory order puts every bridge before the functions below it; each worker
 	// takes a contiguous run of it, so the directories it keeps open are shared by
 	// the functions it reads.
-	slices.SortFunc(fns, func(x, y function) int { return strings.Compare(x.dir, y.dir) })
-	parallel(len(fns), func(lo, hi int) {
+	byDir := make([]*function, len(fns))
+	for i := range fns {
+		byDir[i] = &fns[i]
+	}
+	slices.SortFunc(byDir, func(x, y *function) int { return strings.Compare(x.dir, y.dir) })
+	parallel(len(byDir), func(lo, hi int) {
 		r := reader{walker: dirWalker{root: fsys.t}, buf: make([]byte, attrLimit+1), live: fsys.live, cpus: map[int]string{}}
 		defer r.walker.close()
-		for i := lo; i < hi; i++ {
-			if fns[i].dir != "" {
-				r.read(&fns[i])
+		for _, f := range byDir[lo:hi] {
+			if f.dir != "" {
+				r.read(f)
 			}
 		}
 	})
-	slices.SortFunc(fns, func(x, y function) int { return x.rec.Address.Compare(y.rec.Address) })
 	fsys.virtFnIDs(fns)
 	recs := make([]pcie.Record, len(fns))
 	for i := range fns {
@@ -236,7 +240,10 @@ func (w *dirWalker) open(name string) (tree, error) {
 		parent, prefix, rest = top.t, top.name, name[len(top.name)+1:]
 	}
 	for _, el := range strings.Split(rest, "/") {
-		prefix = join(prefix, el)
+		if prefix != "" {
+			prefix += "/"
+		}
+		prefix += el // name is clean: so is every prefix of it
 		t, err := parent.sub(el)
 		if err != nil {
 			return nil, pathErr("open", prefix, err)

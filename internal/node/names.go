@@ -8,16 +8,29 @@ import (
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
-// annotate fills device names from the host's pci.ids (path, or the usual places
-// when empty). A missing database is reported and leaves names empty.
-func annotate(t *pcie.Topology, path string) error {
-	db, err := pciids.Load(path)
-	if errors.Is(err, pciids.ErrNoDatabase) && path == "" {
-		return fmt.Errorf("device names unavailable: no pci.ids on this host (install the pci.ids, pciutils or hwdata package, or pass --pci-ids FILE): %w", err)
+// loadNames starts loading the host's pci.ids (path, or the usual places when
+// empty) in the background, so that it overlaps reading sysfs. The function it
+// returns waits for the load and names the devices of t; a missing database is
+// reported and leaves names empty.
+func loadNames(path string) (annotate func(t *pcie.Topology) error) {
+	type result struct {
+		db  *pciids.DB
+		err error
 	}
-	if err != nil {
-		return err
+	done := make(chan result, 1)
+	go func() {
+		db, err := pciids.Load(path)
+		done <- result{db, err}
+	}()
+	return func(t *pcie.Topology) error {
+		r := <-done
+		if errors.Is(r.err, pciids.ErrNoDatabase) && path == "" {
+			return fmt.Errorf("device names unavailable: no pci.ids on this host (install the pci.ids, pciutils or hwdata package, or pass --pci-ids FILE): %w", r.err)
+		}
+		if r.err != nil {
+			return r.err
+		}
+		pciids.Annotate(t, r.db)
+		return nil
 	}
-	pciids.Annotate(t, db)
-	return nil
 }

@@ -58,6 +58,10 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 		}
 		override = v
 	}
+	var annotate func(*pcie.Topology) error
+	if !opt.NoNames {
+		annotate = loadNames(opt.PCIIDs)
+	}
 	recs, err := fsys.PCIRecords()
 	if err != nil {
 		return nil, err
@@ -73,8 +77,8 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 		}
 		n.P2P = p2pPlatform(n.Platform, override)
 	}
-	if !opt.NoNames {
-		if err := annotate(n.Topology, opt.PCIIDs); err != nil {
+	if annotate != nil {
+		if err := annotate(n.Topology); err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
 	}

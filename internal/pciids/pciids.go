@@ -105,6 +105,10 @@ func readAll(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	var r io.Reader = f
+	size := 0
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxSize {
+		size = int(fi.Size())
+	}
 	if strings.HasSuffix(path, ".gz") {
 		zr, err := gzip.NewReader(f)
 		if err != nil {
@@ -112,7 +116,9 @@ func readAll(path string) ([]byte, error) {
 		}
 		r = zr
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxSize+1))
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(r, maxSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -363,19 +369,33 @@ func (db *DB) classNames() map[uint16]string {
 
 // Annotate fills VendorName, DeviceName, ClassName and SubsystemName of every
 // device from db. IDs come from config space when it was decoded, else from the
-// record's sysfs attributes. A nil db leaves the names as they are.
+// record's sysfs attributes. Functions with the same IDs (the VFs of one PF) are
+// looked up once. A nil db leaves the names as they are.
 func Annotate(t *pcie.Topology, db *DB) {
 	if db == nil {
 		return
 	}
+	type ids struct {
+		vendor, device, subVendor, subDevice uint16
+		class                                uint32
+	}
+	type names struct{ vendor, device, class, subsystem string }
+	seen := map[ids]names{}
 	for _, d := range t.Devices {
-		vendor, device := d.Vendor, d.Device
+		k := ids{d.Vendor, d.Device, d.SubVendor, d.SubDevice, d.ClassCode()}
 		if d.Config != nil {
-			vendor, device = d.Config.Vendor, d.Config.Device
+			k.vendor, k.device = d.Config.Vendor, d.Config.Device
 		}
-		d.VendorName = db.Vendor(vendor)
-		d.DeviceName = db.Device(vendor, device)
-		d.ClassName = db.Class(d.ClassCode())
-		d.SubsystemName = db.Subsystem(vendor, device, d.SubVendor, d.SubDevice)
+		n, ok := seen[k]
+		if !ok {
+			n = names{
+				vendor:    db.Vendor(k.vendor),
+				device:    db.Device(k.vendor, k.device),
+				class:     db.Class(k.class),
+				subsystem: db.Subsystem(k.vendor, k.device, k.subVendor, k.subDevice),
+			}
+			seen[k] = n
+		}
+		d.VendorName, d.DeviceName, d.ClassName, d.SubsystemName = n.vendor, n.device, n.class, n.subsystem
 	}
 }
