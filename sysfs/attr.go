@@ -221,7 +221,6 @@ func field(b []byte) (f, rest []byte) {
 	return b[i:j], b[j:]
 }
 
-
 // maxCPU bounds CPU numbers in CPU lists and masks (the kernel's NR_CPUS tops out at
 // 8192; this leaves room and keeps a hostile "0-4000000000" from allocating).
 const maxCPU = 1 << 16
