@@ -453,3 +453,149 @@ func TestAERCounts(t *testing.T) {
 		}
 	}
 }
+
+// machineFS writes m to a directory and to a snapshot and opens both.
+func machineFS(t *testing.T, m *fixture.Machine) map[string]FS {
+	t.Helper()
+	dir := t.TempDir()
+	if err := m.NoDeviceNodes().Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	if err := m.WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	dirFS, err := NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dirFS.Close() })
+	memFS, err := ReadSnapshot(&snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]FS{"dir": dirFS, "snapshot": memFS}
+}
+
+// TestVirtFnIDs checks where a VF's IDs come from: the PF's vendor and the VF Device
+// ID of its SR-IOV capability when the PF's extended config space was read, as the
+// kernel sets them (pci_iov_add_virtfn), and the VF's own attributes otherwise. One
+// VF's device attribute is made to disagree, to show which source was used.
+func TestVirtFnIDs(t *testing.T) {
+	const capDevice, attrDevice = 0x101e, 0xbeef
+	for _, tt := range []struct {
+		name string
+		view int // ConfigView
+		want uint16
+	}{
+		{"root", 0, capDevice},
+		{"unprivileged", 64, attrDevice},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := fixture.SRIOVNIC().ConfigView(tt.view)
+			odd := m.Func("vf3")
+			m.File("sys/devices/"+odd.DevicePath()+"/device", fmt.Sprintf("%#04x\n", attrDevice))
+			for name, fsys := range machineFS(t, m) {
+				recs, err := fsys.PCIRecords()
+				if err != nil {
+					t.Fatal(err)
+				}
+				vfs := 0
+				for _, r := range recs {
+					if r.PhysFn == nil {
+						continue
+					}
+					vfs++
+					want := uint16(capDevice)
+					if r.Address == odd.Address() {
+						want = tt.want
+					}
+					if r.Err != nil || r.Vendor != 0x15b3 || r.Device != want {
+						t.Errorf("%s: %s IDs %04x:%04x, err %v; want 15b3:%04x", name, r.Address, r.Vendor, r.Device, r.Err, want)
+					}
+				}
+				if vfs != 16 {
+					t.Errorf("%s: %d VFs, want 16", name, vfs)
+				}
+			}
+		})
+	}
+}
+
+// TestPCIRecordsUnshownAttributes puts attributes where the kernel never shows them:
+// AER totals and SR-IOV counts on a function whose extended config space has neither
+// capability (aer_stats_attrs_are_visible, sriov_pf_attrs_are_visible), and class
+// devices below a function with no driver. They are not read. With the 64-byte
+// view the capabilities are unknown, so the attributes are read.
+func TestPCIRecordsUnshownAttributes(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		view    int
+		wantAER bool
+	}{
+		{"root", 0, false},
+		{"unprivileged", 64, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := fixture.SRIOVNIC().ConfigView(tt.view)
+			vf := m.Func("vf0")
+			dir := "sys/devices/" + vf.DevicePath()
+			m.File(dir+"/aer_dev_correctable", "TOTAL_ERR_COR 1\n")
+			m.File(dir+"/aer_dev_nonfatal", "TOTAL_ERR_NONFATAL 0\n")
+			m.File(dir+"/aer_dev_fatal", "TOTAL_ERR_FATAL 0\n")
+			m.File(dir+"/sriov_totalvfs", "0\n")
+			m.File(dir+"/sriov_numvfs", "0\n")
+			// The endpoint at 00:00.0 has no driver.
+			m.File("sys/devices/pci0000:00/0000:00:00.0/net/eth9/ifindex", "9\n")
+			for name, fsys := range machineFS(t, m) {
+				recs, err := fsys.PCIRecords()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range recs {
+					switch r.Address {
+					case vf.Address():
+						if (r.AER != nil) != tt.wantAER || (r.SRIOV != nil) != tt.wantAER {
+							t.Errorf("%s: VF AER %+v, SR-IOV %+v; want them read %t", name, r.AER, r.SRIOV, tt.wantAER)
+						}
+					case mustAddr(t, "0000:00:00.0"):
+						if r.Driver != "" || r.NetDevs != nil {
+							t.Errorf("%s: driverless %s: driver %q, net %q", name, r.Address, r.Driver, r.NetDevs)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPCIRecordsLocalCPUs reads local_cpulist of functions on two nodes and on none.
+func TestPCIRecordsLocalCPUs(t *testing.T) {
+	fn := func(bdf, node, cpus string) []entry {
+		d := "sys/devices/pci0000:00/" + bdf + "/"
+		return gpuEntries(bdf, file(d+"numa_node", node+"\n"), file(d+"local_cpulist", cpus+"\n"))
+	}
+	var entries []entry
+	want := map[string]string{}
+	for i, f := range []struct{ node, cpus string }{{"0", "0-3"}, {"1", "4-7"}, {"0", "0-3"}, {"-1", "0-7"}, {"1", "4-7"}} {
+		bdf := fmt.Sprintf("0000:00:%02x.0", i+1)
+		entries = append(entries, fn(bdf, f.node, f.cpus)...)
+		want[bdf] = f.cpus
+	}
+	entries = append(entries, gpuEntries("0000:00:10.0", file("sys/devices/pci0000:00/0000:00:10.0/local_cpulist", "0-7\n"))...)
+	want["0000:00:10.0"] = "0-7"
+	dirFS, memFS := openBoth(t, entries)
+	for name, fsys := range map[string]FS{"dir": dirFS, "snapshot": memFS} {
+		recs, err := fsys.PCIRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range recs {
+			got[r.Address.String()] = r.LocalCPUList
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: local_cpulist (-want +got):\n%s", name, diff)
+		}
+	}
+}
