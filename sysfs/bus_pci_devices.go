@@ -164,9 +164,12 @@ func (fsys FS) readIDs(f *function) {
 }
 
 // Goroutines reading functions in parallel. One is worth starting per few dozen
-// functions; on a 32-CPU H200 host more than four brought little (BenchmarkPCIRecords).
+// functions. More than four cost more than they bring: every open and close takes
+// the process's file table lock (fs/file.c alloc_fd, file_close_fd), and on the
+// 16-CPU H200 host `topo` of the 1,028-function tree took 21 ms with four, 29 with
+// two and 41 with eight (make bench-topo).
 const (
-	maxWorkers         = 8
+	maxWorkers         = 4
 	functionsPerWorker = 64
 )
 
