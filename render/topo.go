@@ -75,16 +75,33 @@ func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style) {
 // deviceTitle is "[10de:2335] 3D controller: NVIDIA Corporation GH100 [H200 SXM 141GB]".
 func deviceTitle(d *pcie.Device) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%04x:%04x]", d.Vendor, d.Record.Device)
-	class := d.ClassName
-	if class == "" {
-		class = fmt.Sprintf("class %06x", d.ClassCode())
+	b.Grow(96)
+	b.WriteByte('[')
+	writeHex(&b, uint64(d.Vendor), 4)
+	b.WriteByte(':')
+	writeHex(&b, uint64(d.Record.Device), 4)
+	b.WriteString("] ")
+	if d.ClassName != "" {
+		b.WriteString(d.ClassName)
+	} else {
+		b.WriteString("class ")
+		writeHex(&b, uint64(d.ClassCode()), 6)
 	}
-	b.WriteString(" " + class)
 	if name := deviceName(d); name != "" {
-		b.WriteString(": " + name)
+		b.WriteString(": ")
+		b.WriteString(name)
 	}
 	return b.String()
+}
+
+// writeHex writes v in lower-case hexadecimal, zero-padded to digits.
+func writeHex(b *strings.Builder, v uint64, digits int) {
+	var buf [16]byte
+	s := strconv.AppendUint(buf[:0], v, 16)
+	for range digits - len(s) {
+		b.WriteByte('0')
+	}
+	b.Write(s)
 }
 
 // deviceName joins the vendor and device names from pci.ids, if any.
@@ -98,41 +115,53 @@ func deviceName(d *pcie.Device) string {
 	return ""
 }
 
+// facts joins a device's facts with " · ".
+type facts struct{ strings.Builder }
+
+func (f *facts) add(parts ...string) {
+	if f.Len() > 0 {
+		f.WriteString(" · ")
+	}
+	for _, p := range parts {
+		f.WriteString(p)
+	}
+}
+
 func deviceFacts(d *pcie.Device, s Style) string {
-	var f []string
+	var f facts
 	if pt, ok := d.PortType(); ok {
-		f = append(f, pt.String())
+		f.add(pt.String())
 	} else if d.Config == nil || !d.Config.CapsKnown {
-		f = append(f, s.dim("port type unknown"))
+		f.add(s.dim("port type unknown"))
 	}
 	if d.IsVF() {
-		f = append(f, "VF of "+d.PhysFn.String())
+		f.add("VF of ", d.PhysFn.String())
 	}
 	if n := len(d.VFs); n > 0 {
-		f = append(f, fmt.Sprintf("%d VFs", n))
+		f.add(strconv.Itoa(n), " VFs")
 	}
 	if d.Driver != "" {
-		f = append(f, "driver "+d.Driver)
+		f.add("driver ", d.Driver)
 	}
 	if l := linkText(d.Link(), s); l != "" {
-		f = append(f, l)
+		f.add(l)
 	}
 	if d.NUMANode != nil {
-		f = append(f, "NUMA "+strconv.Itoa(*d.NUMANode))
+		f.add("NUMA ", strconv.Itoa(*d.NUMANode))
 	}
 	if d.IOMMUGroup != nil {
-		f = append(f, "IOMMU group "+strconv.Itoa(*d.IOMMUGroup))
+		f.add("IOMMU group ", strconv.Itoa(*d.IOMMUGroup))
 	}
 	if bars := largeBARs(d); bars != "" {
-		f = append(f, bars)
+		f.add(bars)
 	}
 	if d.P2PMem != nil {
-		f = append(f, fmt.Sprintf("p2pmem %s (%s free)", SizeString(d.P2PMem.Size), SizeString(d.P2PMem.Available)))
+		f.add("p2pmem ", SizeString(d.P2PMem.Size), " (", SizeString(d.P2PMem.Available), " free)")
 	}
 	if d.Err != nil {
-		f = append(f, s.warn("read error: "+d.Err.Error()))
+		f.add(s.warn("read error: " + d.Err.Error()))
 	}
-	return strings.Join(f, " · ")
+	return f.String()
 }
 
 // linkText is "Gen5 x16", or "Gen4 x8 (max Gen5 x16) DEGRADED"; "" with nothing known.
@@ -154,16 +183,22 @@ func linkText(l pcie.LinkState, s Style) string {
 // (a GPU's BAR1, an NVMe CMB), by lspci's region number: "BARs [0] 16 MiB,
 // [2] 256 GiB". NVIDIA counts a 64-bit BAR once, so its "BAR1" is region 2.
 func largeBARs(d *pcie.Device) string {
-	var out []string
+	var b strings.Builder
 	for _, r := range d.BARs() {
-		if r.IsMem() && r.Size() >= 1<<20 {
-			out = append(out, fmt.Sprintf("[%d] %s", r.Index, SizeString(r.Size())))
+		if !r.IsMem() || r.Size() < 1<<20 {
+			continue
 		}
+		if b.Len() == 0 {
+			b.WriteString("BARs ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteByte('[')
+		b.WriteString(strconv.Itoa(r.Index))
+		b.WriteString("] ")
+		b.WriteString(SizeString(r.Size()))
 	}
-	if len(out) == 0 {
-		return ""
-	}
-	return "BARs " + strings.Join(out, ", ")
+	return b.String()
 }
 
 // acsLine describes ACS on functions that have (or may have) it: bridges always,
@@ -193,7 +228,7 @@ func acsBits(ctrl uint16, s Style) string {
 
 // SizeString prints a byte count in binary units: "256 GiB", "16 MiB", "512 B".
 func SizeString(n uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	units := [...]string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
 	i := 0
 	v := float64(n)
 	for v >= 1024 && i < len(units)-1 {
@@ -201,9 +236,9 @@ func SizeString(n uint64) string {
 		i++
 	}
 	if v == float64(uint64(v)) {
-		return fmt.Sprintf("%d %s", uint64(v), units[i])
+		return strconv.FormatUint(uint64(v), 10) + " " + units[i]
 	}
-	return fmt.Sprintf("%.1f %s", v, units[i])
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i]
 }
 
 // printer writes lines through a buffer, keeping the first error; done flushes.
