@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/p2pkit/p2pkit/check"
@@ -20,7 +21,10 @@ const nfdMaxFile = 64 << 10
 
 // labelValue matches a valid Kubernetes label value: empty, or at most 63
 // characters of [A-Za-z0-9._-] that start and end with an alphanumeric.
-var labelValue = regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$`)
+// It is compiled on first use: every p2pcheck command would pay for it at start.
+var labelValue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$`)
+})
 
 // NFDFeatures writes the report as a node-feature-discovery features.d file
 // (kubernetes-sigs/node-feature-discovery, "local" feature source): a comment
@@ -62,7 +66,7 @@ func NFDFeatures(w io.Writer, r check.Report, expiry time.Time) error {
 }
 
 func nfdLine(name, value string) string {
-	if !labelValue.MatchString(value) {
+	if !labelValue().MatchString(value) {
 		value = "invalid"
 	}
 	return fmt.Sprintf("%s/p2pcheck.%s=%s", NFDNamespace, name, value)
