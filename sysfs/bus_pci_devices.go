@@ -31,9 +31,12 @@ const (
 // result. The error is non-nil, wrapping [ErrNoSysfs], only when /sys/bus/pci/devices
 // itself cannot be listed.
 //
-// Every attribute costs one open and one read; nothing is stat'ed. Functions are read
-// in directory order, with the directories from /sys/devices down kept open, so each
-// is opened once, relative to its parent.
+// Every attribute costs one open and one read; nothing is stat'ed, and a function's
+// directory is not listed (see deviceDir). Functions are read in directory order by a
+// few goroutines, with the directories from /sys/devices down kept open, so each is
+// opened once, relative to its parent. What the kernel derives from another function
+// is taken from it: a VF's IDs from its PF (virtFnIDs), local_cpulist from another
+// function of the same NUMA node (localCPUs).
 func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 	bus, err := fsys.t.sub(busPCIDevices)
 	if err != nil {
