@@ -45,6 +45,7 @@ func usageError(format string, args ...any) error {
 func noEvalError(err error) error { return &exitError{code: exitNoEval, err: err} }
 
 func main() {
+	growHeapFirst()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
