@@ -432,25 +432,8 @@ func BenchmarkPCIRecordsLarge(b *testing.B) {
 // gpu1 has logged 37 correctable errors, from a tree and from its snapshot.
 func TestAERCounts(t *testing.T) {
 	m := fixture.DegradedLink()
-	dir := t.TempDir()
-	if err := m.NoDeviceNodes().Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	var snap bytes.Buffer
-	if err := m.WriteSnapshot(&snap); err != nil {
-		t.Fatal(err)
-	}
-	dirFS, err := NewFS(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dirFS.Close()
-	memFS, err := ReadSnapshot(&snap)
-	if err != nil {
-		t.Fatal(err)
-	}
 	gpu1 := m.Func("gpu1").Address()
-	for name, fsys := range map[string]FS{"dir": dirFS, "snapshot": memFS} {
+	for name, fsys := range machineFS(t, m) {
 		recs, err := fsys.PCIRecords()
 		if err != nil {
 			t.Fatal(err)
