@@ -512,11 +512,15 @@ func (d *deviceDir) fill() {
 	// The p2pmem group and the class devices below a function are registered by
 	// the driver bound to it and go away with it (pci_p2pdma_add_resource is a
 	// driver's call and devres-managed; net, infiniband and nvme devices have the
-	// function as parent): without a driver there are none to look for.
+	// function as parent): without a driver there are none to look for. NVMe
+	// controllers below a PCI function come from one driver, "nvme"
+	// (drivers/nvme/host/pci.c nvme_probe, nvme_init_ctrl).
 	if r.Driver != "" {
 		d.p2pmem()
 		r.NetDevs = d.list("net")
 		r.RDMADevs = d.list("infiniband")
+	}
+	if r.Driver == "nvme" {
 		r.NVMeDevs = d.list("nvme")
 	}
 }

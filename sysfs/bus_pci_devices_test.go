@@ -528,8 +528,9 @@ func TestVirtFnIDs(t *testing.T) {
 
 // TestPCIRecordsUnshownAttributes puts attributes where the kernel never shows them:
 // AER totals and SR-IOV counts on a function whose extended config space has neither
-// capability (aer_stats_attrs_are_visible, sriov_pf_attrs_are_visible), and class
-// devices below a function with no driver. They are not read. With the 64-byte
+// capability (aer_stats_attrs_are_visible, sriov_pf_attrs_are_visible), class
+// devices below a function with no driver, and an NVMe controller below a function
+// the nvme driver does not drive. They are not read. With the 64-byte
 // view the capabilities are unknown, so the attributes are read.
 func TestPCIRecordsUnshownAttributes(t *testing.T) {
 	for _, tt := range []struct {
@@ -549,8 +550,11 @@ func TestPCIRecordsUnshownAttributes(t *testing.T) {
 			m.File(dir+"/aer_dev_fatal", "TOTAL_ERR_FATAL 0\n")
 			m.File(dir+"/sriov_totalvfs", "0\n")
 			m.File(dir+"/sriov_numvfs", "0\n")
-			// The endpoint at 00:00.0 has no driver.
+			// The endpoint at 00:00.0 has no driver; only nvme registers NVMe
+			// controllers, and pf1 is bound to mlx5_core.
 			m.File("sys/devices/pci0000:00/0000:00:00.0/net/eth9/ifindex", "9\n")
+			pf1 := m.Func("pf1")
+			m.File("sys/devices/"+pf1.DevicePath()+"/nvme/nvme9/dev", "259:0\n")
 			for name, fsys := range machineFS(t, m) {
 				recs, err := fsys.PCIRecords()
 				if err != nil {
@@ -565,6 +569,10 @@ func TestPCIRecordsUnshownAttributes(t *testing.T) {
 					case mustAddr(t, "0000:00:00.0"):
 						if r.Driver != "" || r.NetDevs != nil {
 							t.Errorf("%s: driverless %s: driver %q, net %q", name, r.Address, r.Driver, r.NetDevs)
+						}
+					case pf1.Address():
+						if r.Driver != "mlx5_core" || r.NetDevs == nil || r.NVMeDevs != nil {
+							t.Errorf("%s: %s: driver %q, net %q, nvme %q; want mlx5_core, its netdev, no nvme", name, r.Address, r.Driver, r.NetDevs, r.NVMeDevs)
 						}
 					}
 				}
