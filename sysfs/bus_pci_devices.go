@@ -395,11 +395,12 @@ func (d *deviceDir) config() *pcie.Config {
 
 // ids fills the IDs, class and revision. The attributes show the kernel's cached
 // copy of the standard header (pci-sysfs.c vendor_show and friends), so when the
-// header was read they are taken from it, saving six files per function. Three
-// exceptions come from sysfs: a VF's vendor and device IDs, which its registers
-// read as 0xffff (the kernel takes them from the PF's SR-IOV capability,
-// drivers/pci/iov.c); a bridge's subsystem IDs, which the kernel reads from its
-// SSVID capability; and everything when the header is missing or all zeros.
+// header was read they are taken from it, saving six files per function. The
+// exceptions: a VF's vendor and device IDs, which its registers read as 0xffff, come
+// from the PF's SR-IOV capability as the kernel's do (virtFnIDs) when extended config
+// space is readable, else from the VF's attributes; a bridge's subsystem IDs, which
+// the kernel reads from its SSVID capability, and everything when the header is
+// missing or all zeros, come from the attributes.
 func (d *deviceDir) ids(c *pcie.Config) {
 	r := d.rec
 	le := binary.LittleEndian
@@ -416,7 +417,9 @@ func (d *deviceDir) ids(c *pcie.Config) {
 	}
 	r.Class, r.Revision = c.Class, c.Revision
 	switch {
-	case c.Vendor == 0xffff && r.PhysFn != nil:
+	case c.Vendor == 0xffff && r.PhysFn != nil && c.ExtCapsKnown:
+		// Read with the same privilege as this VF's, the PF's SR-IOV capability
+		// is readable too.
 		d.fn.idsFromPF = true
 	case c.Vendor == 0xffff:
 		d.hex("vendor", 16, true, func(v uint64) { r.Vendor = uint16(v) })
