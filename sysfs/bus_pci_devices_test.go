@@ -483,22 +483,29 @@ func machineFS(t *testing.T, m *fixture.Machine) map[string]FS {
 
 // TestVirtFnIDs checks where a VF's IDs come from: the PF's vendor and the VF Device
 // ID of its SR-IOV capability when the PF's extended config space was read, as the
-// kernel sets them (pci_iov_add_virtfn), and the VF's own attributes otherwise. One
-// VF's device attribute is made to disagree, to show which source was used.
+// kernel sets them (pci_iov_add_virtfn), and the VF's own attributes otherwise, be
+// it that the reader gets 64 bytes of every config file or that the PF's alone is
+// short. One VF's device attribute is made to disagree, to show which source was
+// used.
 func TestVirtFnIDs(t *testing.T) {
 	const capDevice, attrDevice = 0x101e, 0xbeef
 	for _, tt := range []struct {
-		name string
-		view int // ConfigView
-		want uint16
+		name  string
+		view  int  // ConfigView
+		pfCut bool // the PF's config file holds only a blank header
+		want  uint16
 	}{
-		{"root", 0, capDevice},
-		{"unprivileged", 64, attrDevice},
+		{"root", 0, false, capDevice},
+		{"unprivileged", 64, false, attrDevice},
+		{"root, PF capability unread", 0, true, attrDevice},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := fixture.SRIOVNIC().ConfigView(tt.view)
 			odd := m.Func("vf3")
 			m.File("sys/devices/"+odd.DevicePath()+"/device", fmt.Sprintf("%#04x\n", attrDevice))
+			if tt.pfCut {
+				m.File("sys/devices/"+m.Func("pf0").DevicePath()+"/config", string(make([]byte, 64)))
+			}
 			for name, fsys := range machineFS(t, m) {
 				recs, err := fsys.PCIRecords()
 				if err != nil {
