@@ -19,36 +19,20 @@ func attrString(b []byte) string { return string(bytes.TrimSpace(b)) }
 // parseHex parses a "0x%04x"-style value (vendor, device, subsystem_vendor,
 // subsystem_device, revision, class) that must fit in bitSize bits.
 func parseHex(b []byte, bitSize int) (uint64, error) {
-	return hexValue(bytes.TrimSpace(b), bitSize)
+	return hexValue(attrString(b), bitSize)
 }
 
 // hexValue parses "0x" followed by hexadecimal digits that fit in bitSize bits.
-func hexValue[T string | []byte](s T, bitSize int) (uint64, error) {
-	if len(s) < 3 || s[0] != '0' || s[1] != 'x' {
+func hexValue(s string, bitSize int) (uint64, error) {
+	digits, ok := strings.CutPrefix(s, "0x")
+	if !ok || digits == "" || digits[0] == '+' || digits[0] == '-' {
 		return 0, fmt.Errorf("want 0x-prefixed hex, got %q", s)
 	}
-	var v uint64
-	for i := 2; i < len(s); i++ {
-		d, ok := hexDigit(s[i])
-		if !ok || v>>(bitSize-4) != 0 {
-			return 0, fmt.Errorf("want 0x-prefixed hex of %d bits, got %q", bitSize, s)
-		}
-		v = v<<4 | d
+	v, err := strconv.ParseUint(digits, 16, bitSize)
+	if err != nil {
+		return 0, fmt.Errorf("want 0x-prefixed hex of %d bits, got %q", bitSize, s)
 	}
 	return v, nil
-}
-
-// hexDigit is the value of one hexadecimal digit.
-func hexDigit(c byte) (uint64, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return uint64(c - '0'), true
-	case 'a' <= c && c <= 'f':
-		return uint64(c-'a') + 10, true
-	case 'A' <= c && c <= 'F':
-		return uint64(c-'A') + 10, true
-	}
-	return 0, false
 }
 
 // parseClass parses the class attribute, "0x%06x" (base<<16 | sub<<8 | prog-if).
@@ -164,30 +148,23 @@ func parseBool(b []byte) (bool, error) {
 // are all-zero lines and are left out; Index keeps each line's position.
 func parseResource(b []byte) ([]pcie.Resource, error) {
 	var out []pcie.Resource
-	b = bytes.TrimRight(b, "\n")
-	if len(b) == 0 {
-		return nil, nil
-	}
-	for i := 0; b != nil; i++ {
-		var line []byte
-		line, b, _ = bytes.Cut(b, []byte{'\n'})
-		if string(line) == unusedResource {
+	for i, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if line == "" && i == 0 {
+			break
+		}
+		if line == unusedResource {
 			continue
 		}
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
+		}
 		var v [3]uint64
-		rest := line
-		for j := range v {
-			var f []byte
-			if f, rest = field(rest); f == nil {
-				return nil, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
-			}
+		for j, s := range f {
 			var err error
-			if v[j], err = hexValue(f, 64); err != nil {
+			if v[j], err = hexValue(s, 64); err != nil {
 				return nil, fmt.Errorf("resource line %d: %w", i, err)
 			}
-		}
-		if f, _ := field(rest); f != nil {
-			return nil, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
 		}
 		if v == [3]uint64{} {
 			continue
@@ -203,23 +180,6 @@ func parseResource(b []byte) ([]pcie.Resource, error) {
 // unusedResource is the line resource_show prints for an unused resource, most of
 // the lines of most functions.
 const unusedResource = "0x0000000000000000 0x0000000000000000 0x0000000000000000"
-
-// field cuts the first blank-separated field (isBlank) off b; f is nil when b holds
-// none.
-func field(b []byte) (f, rest []byte) {
-	i := 0
-	for i < len(b) && isBlank(b[i]) {
-		i++
-	}
-	if i == len(b) {
-		return nil, nil
-	}
-	j := i
-	for j < len(b) && !isBlank(b[j]) {
-		j++
-	}
-	return b[i:j], b[j:]
-}
 
 // maxCPU bounds CPU numbers in CPU lists and masks (the kernel's NR_CPUS tops out at
 // 8192; this leaves room and keeps a hostile "0-4000000000" from allocating).

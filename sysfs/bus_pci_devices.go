@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -70,7 +71,7 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 	}
 	slices.SortFunc(byDir, func(x, y *function) int { return strings.Compare(x.dir, y.dir) })
 	parallel(len(byDir), func(lo, hi int) {
-		r := reader{walker: dirWalker{root: fsys.t}, buf: make([]byte, attrLimit+1), live: fsys.live, cpus: map[int]string{}}
+		r := reader{walker: dirWalker{root: fsys.t}, buf: make([]byte, max(attrLimit, configLimit)+1), live: fsys.live, cpus: map[int]string{}}
 		defer r.walker.close()
 		for _, f := range byDir[lo:hi] {
 			if f.dir != "" {
@@ -179,13 +180,10 @@ const (
 // reader is what one goroutine of PCIRecords keeps from one function to the next.
 type reader struct {
 	walker dirWalker
-	buf    []byte // scratch space for one attribute
+	buf    []byte // scratch space for one attribute or config file
 	live   bool   // a mounted sysfs: read config space sparsely
 	// cpus is local_cpulist by NUMA node (see localCPUs).
 	cpus map[int]string
-	// configs is where config files are read to: they stay there, as the records'
-	// Config, so one allocation serves many functions.
-	configs []byte
 }
 
 // read reads the directory of f into f.
@@ -200,18 +198,6 @@ func (r *reader) read(f *function) {
 	d := &deviceDir{t: t, name: f.dir, r: r, fn: f, rec: &f.rec}
 	d.fill()
 }
-
-// configBuf returns room for one config file read whole, one byte more than the
-// largest, at the start of r.configs.
-func (r *reader) configBuf() []byte {
-	if len(r.configs) < configLimit+1 {
-		r.configs = make([]byte, configSlab*configLimit+1)
-	}
-	return r.configs[:configLimit+1]
-}
-
-// configSlab is how many config files one allocation of reader.configs holds.
-const configSlab = 64
 
 // dirWalker opens directories one element at a time, keeping the chain from the root
 // to the last one open, so that walking a tree in sorted order opens each directory
@@ -368,13 +354,12 @@ func (d *deviceDir) config() *pcie.Config {
 	if !d.r.live {
 		// A regular file returns less than asked only at its end, so one read of
 		// one byte more than the limit takes it whole.
-		b, err := readBounded(d.t, "config", d.name, d.r.configBuf(), false)
+		b, err := readBounded(d.t, "config", d.name, d.r.buf[:configLimit+1], false)
 		if err != nil {
 			d.fail(err)
 			return nil
 		}
-		d.rec.Config = b[:len(b):len(b)]
-		d.r.configs = d.r.configs[len(b):]
+		d.rec.Config = bytes.Clone(b)
 		c, _ := pcie.ParseConfig(d.rec.Config)
 		return c
 	}

@@ -44,10 +44,9 @@ func (t dirTree) sub(name string) (tree, error) {
 
 // fdTree is a directory of a dirTree held as a descriptor.
 type fdTree struct {
-	top    *os.Root // the dirTree's root
-	name   string   // this directory, relative to top
-	fd     int
-	listed bool // fd has been read by getdents(2): its offset is no longer 0
+	top  *os.Root // the dirTree's root
+	name string   // this directory, relative to top
+	fd   int
 }
 
 // simple reports whether name is one path element, which openat can take with
@@ -180,42 +179,21 @@ func (t *fdTree) readAll(name string, limit int) (b []byte, err error) {
 }
 
 func (t *fdTree) names(name string) ([]string, error) {
-	if name == "." {
-		return t.namesSelf()
-	}
-	if !simple(name) {
+	if name != "." && !simple(name) {
 		return t.namesRoot(name)
 	}
 	fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
-	if isLink(err) {
+	if name != "." && isLink(err) {
 		return t.namesRoot(name)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return readNames(fd)
-}
-
-// namesSelf lists the directory through the descriptor the tree holds, which saves
-// opening it again. getdents(2) moves the descriptor's offset, so a second listing
-// first seeks back to the start.
-func (t *fdTree) namesSelf() ([]string, error) {
-	if t.listed {
-		if _, err := unix.Seek(t.fd, 0, io.SeekStart); err != nil {
-			return nil, err
-		}
-	}
-	t.listed = true
-	return readNames(t.fd)
-}
-
-// readNames reads the entries of the open directory fd to its end, sorted.
-func readNames(fd int) ([]string, error) {
 	var names []string
-	var buf [8192]byte
+	buf := make([]byte, 8192)
 	for {
-		n, err := unix.ReadDirent(fd, buf[:])
+		n, err := unix.ReadDirent(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
