@@ -59,7 +59,7 @@ fuzz-smoke:
 	done
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pcie/ ./sysfs/ ./p2pdma/
+	$(GO) test -run '^$$' -bench . -benchmem ./pcie/ ./sysfs/ ./p2pdma/ ./render/
 	$(GO) test -run '^$$' -bench . -benchtime 200ms -count 3 ./gdrcopy/internal/wccopy/
 
 # Whole-process `p2pcheck topo` against `lspci -tv` on the 1,028-function synthetic
