@@ -24,14 +24,34 @@ import (
 // Status is the outcome of a check.
 type Status string
 
-// Check statuses. Skip means the check could not decide (missing privilege, NVML,
-// CUDA, or not applicable) and always says why; it is never a disguised pass.
+// Check statuses. Skip means the check does not apply here (no GPU, a snapshot has
+// no process limits) and says why. Unknown means it applies but a fact it needs
+// could not be read (config space without root, a file that did not parse); it is
+// never folded into pass or skip, and a Fail never rests on an unread fact.
 const (
-	Pass  Status = "pass"
-	Warn  Status = "warn"
-	Fail  Status = "fail"
-	Skip  Status = "skip"
-	Error Status = "error"
+	Pass    Status = "pass"
+	Warn    Status = "warn"
+	Fail    Status = "fail"
+	Skip    Status = "skip"
+	Unknown Status = "unknown"
+	Error   Status = "error"
+)
+
+// Capability is something a node is meant to do. A failing check names the
+// capabilities it blocks (Result.Blocks); whether that fails the node depends on
+// which capabilities are required.
+type Capability string
+
+// Capabilities a node can be required to have.
+const (
+	// CapP2P: GPUs reach each other peer-to-peer (NVLink or PCIe).
+	CapP2P Capability = "p2p"
+	// CapGDR: GPUDirect RDMA between GPUs and RDMA NICs (nvidia-peermem or DMA-BUF).
+	CapGDR Capability = "gdr"
+	// CapGDRCopy: CPU mappings of GPU memory through GDRCopy.
+	CapGDRCopy Capability = "gdrcopy"
+	// CapNVMeP2P: NVMe and p2pmem peer-to-peer through the kernel's P2PDMA.
+	CapNVMeP2P Capability = "nvme-p2p"
 )
 
 // rank orders statuses by how much they need attention.
@@ -40,6 +60,8 @@ func (s Status) rank() int {
 	case Fail:
 		return 4
 	case Error:
+		return 3
+	case Unknown:
 		return 3
 	case Warn:
 		return 2
@@ -76,6 +98,9 @@ type Result struct {
 	// Remediation holds the exact commands or settings that fix the problem, the
 	// preferred one first. Empty for a pass.
 	Remediation []string `json:"remediation,omitempty"`
+	// Blocks are the capabilities a Fail or Unknown stands in the way of; empty
+	// means the result concerns every capability.
+	Blocks []Capability `json:"blocks,omitempty"`
 	// Refs are the sources behind the check: field-checks.md failure entries,
 	// kernel files, NVIDIA documents, issues.
 	Refs []string `json:"refs,omitempty"`
