@@ -38,6 +38,10 @@ type Record struct {
 	MaxLink     Link
 
 	Resources []Resource // resource, one per line (BARs, ROM, bridge windows)
+	// ResourcesUnread holds the line indices of the resource file that did not
+	// parse; those BARs are unknown, the others are kept (as lspci keeps the lines
+	// it can read). Nil when the file was absent or every line parsed.
+	ResourcesUnread []int
 
 	PhysFn  *Address  // physfn link target (this function is a VF)
 	VirtFns []Address // virtfnN link targets, in N order

@@ -146,8 +146,7 @@ func parseBool(b []byte) (bool, error) {
 // "0x%016llx 0x%016llx 0x%016llx" of start, end and flags per resource, in resource
 // index order (BARs 0-5, the ROM, then bridge windows or SR-IOV BARs). Unused resources
 // are all-zero lines and are left out; Index keeps each line's position.
-func parseResource(b []byte) ([]pcie.Resource, error) {
-	var out []pcie.Resource
+func parseResource(b []byte) (out []pcie.Resource, unread []int, err error) {
 	for i, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
 		if line == "" && i == 0 {
 			break
@@ -155,26 +154,43 @@ func parseResource(b []byte) ([]pcie.Resource, error) {
 		if line == unusedResource {
 			continue
 		}
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			return nil, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
-		}
-		var v [3]uint64
-		for j, s := range f {
-			var err error
-			if v[j], err = hexValue(s, 64); err != nil {
-				return nil, fmt.Errorf("resource line %d: %w", i, err)
+		r, lerr := parseResourceLine(i, line)
+		if lerr != nil {
+			unread = append(unread, i)
+			if err == nil {
+				err = lerr
 			}
-		}
-		if v == [3]uint64{} {
 			continue
 		}
-		if v[1] < v[0] {
-			return nil, fmt.Errorf("resource line %d: end %#x before start %#x", i, v[1], v[0])
+		if r != nil {
+			out = append(out, *r)
 		}
-		out = append(out, pcie.Resource{Index: i, Start: v[0], End: v[1], Flags: v[2]})
 	}
-	return out, nil
+	return out, unread, err
+}
+
+// parseResourceLine parses line i of the resource file: start, end and flags in
+// hex (resource_show in drivers/pci/pci-sysfs.c). An all-zero line is an unused
+// BAR and gives nil.
+func parseResourceLine(i int, line string) (*pcie.Resource, error) {
+	f := strings.Fields(line)
+	if len(f) != 3 {
+		return nil, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
+	}
+	var v [3]uint64
+	for j, s := range f {
+		var err error
+		if v[j], err = hexValue(s, 64); err != nil {
+			return nil, fmt.Errorf("resource line %d: %w", i, err)
+		}
+	}
+	if v == [3]uint64{} {
+		return nil, nil
+	}
+	if v[1] < v[0] {
+		return nil, fmt.Errorf("resource line %d: end %#x before start %#x", i, v[1], v[0])
+	}
+	return &pcie.Resource{Index: i, Start: v[0], End: v[1], Flags: v[2]}, nil
 }
 
 // unusedResource is the line resource_show prints for an unused resource, most of

@@ -152,10 +152,11 @@ func TestParseDecimalAndBool(t *testing.T) {
 func TestParseResource(t *testing.T) {
 	const zero = "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
 	tests := []struct {
-		name    string
-		in      string
-		want    []pcie.Resource
-		wantErr bool
+		name       string
+		in         string
+		want       []pcie.Resource
+		wantUnread []int
+		wantErr    bool
 	}{
 		{
 			name: "H200 BARs",
@@ -172,17 +173,30 @@ func TestParseResource(t *testing.T) {
 			want: []pcie.Resource{{Index: 13, Start: 0xe000, End: 0xefff, Flags: 0x101}}},
 		{name: "all unused", in: zero + zero},
 		{name: "empty", in: ""},
-		{name: "truncated line", in: "0x0000000000001000 0x00000", wantErr: true},
-		{name: "two fields", in: "0x1000 0x1fff\n", wantErr: true},
-		{name: "not hex", in: "1000 1fff 200\n", wantErr: true},
-		{name: "end before start", in: "0x2000 0x1fff 0x200\n", wantErr: true},
-		{name: "blank line inside", in: zero + "\n" + zero, wantErr: true},
+		{name: "truncated line", in: "0x0000000000001000 0x00000", wantUnread: []int{0}, wantErr: true},
+		{name: "two fields", in: "0x1000 0x1fff\n", wantUnread: []int{0}, wantErr: true},
+		{name: "not hex", in: "1000 1fff 200\n", wantUnread: []int{0}, wantErr: true},
+		{name: "end before start", in: "0x2000 0x1fff 0x200\n", wantUnread: []int{0}, wantErr: true},
+		{name: "blank line inside", in: zero + "\n" + zero, wantUnread: []int{1}, wantErr: true},
+		{
+			name: "one malformed line keeps the others",
+			in:   "0x1000 0x1fff 0x200\nbogus\n0x3000 0x3fff 0x200\n",
+			want: []pcie.Resource{
+				{Index: 0, Start: 0x1000, End: 0x1fff, Flags: 0x200},
+				{Index: 2, Start: 0x3000, End: 0x3fff, Flags: 0x200},
+			},
+			wantUnread: []int{1},
+			wantErr:    true,
+		},
 	}
 	for _, tt := range tests {
-		got, err := parseResource([]byte(tt.in))
+		got, unread, err := parseResource([]byte(tt.in))
 		if (err != nil) != tt.wantErr {
 			t.Errorf("%s: err = %v, want error %t", tt.name, err, tt.wantErr)
 			continue
+		}
+		if diff := cmp.Diff(tt.wantUnread, unread); diff != "" {
+			t.Errorf("%s unread lines (-want +got):\n%s", tt.name, diff)
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
@@ -330,10 +344,7 @@ func FuzzParseResource(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("0x1 0x0 0x0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rs, err := parseResource(b)
-		if err != nil {
-			return
-		}
+		rs, _, _ := parseResource(b)
 		last := -1
 		for _, r := range rs {
 			if r.End < r.Start || r.Index <= last {

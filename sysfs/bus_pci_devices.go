@@ -492,7 +492,7 @@ func (d *deviceDir) fill() {
 		d.linkAttrs("max", &r.MaxLink)
 	}
 	d.attr("resource", attrLimit, false, func(b []byte) (err error) {
-		r.Resources, err = parseResource(b)
+		r.Resources, r.ResourcesUnread, err = parseResource(b)
 		return err
 	})
 	d.sriov(c)
