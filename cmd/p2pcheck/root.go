@@ -74,6 +74,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newPairCommand(o),
 		newMatrixCommand(o),
 		newGdrCommand(o),
+		newNCCLCommand(o),
 		newReportCommand(ro),
 	)
 	return cmd

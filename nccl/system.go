@@ -1,0 +1,642 @@
+package nccl
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// CPU architectures and vendors as NCCL numbers them (src/graph/topo.h).
+const (
+	archX86       = 1
+	archPower     = 2
+	archARM       = 3
+	vendorIntel   = 1
+	vendorAMD     = 2
+	vendorZhaoxin = 3
+	modelBDW      = 0
+	modelSKL      = 1
+	modelSRP      = 2
+	modelERP      = 3
+	modelYongfeng = 1
+)
+
+const undef = -1
+
+// topoNode is struct ncclTopoNode: a GPU, PCI switch, NVSwitch, CPU (NUMA node), NIC
+// or network device, with its links sorted by bandwidth and the paths from it to
+// every node of the base types (filled by computePaths).
+type topoNode struct {
+	typ   int
+	id    int64
+	links []*topoLink
+	paths [nodeTypes][]topoPath
+
+	// GPU
+	dev, rank, sm, gdr int
+	// CPU
+	arch, vendor, model int
+	// PCI switch: vendor<<48 | device<<32 | subsystem vendor<<16 | subsystem device
+	pciDevice uint64
+	// NET
+	netDev  int
+	netBW   float32
+	netGDR  int
+	netName string
+	// busID is the bus ID string of the GPU or NIC's PCI node, for reports.
+	busID string
+}
+
+type topoLink struct {
+	typ int
+	bw  float32
+	rem *topoNode
+}
+
+// topoPath is struct ncclTopoLinkList: the links from a node to another, their
+// count, the bottleneck bandwidth and the path type.
+type topoPath struct {
+	list  []*topoLink
+	count int
+	bw    float32
+	typ   PathType
+}
+
+// System is NCCL's topology graph of one node (struct ncclTopoSystem) with its
+// computed paths.
+type System struct {
+	nodes [nodeTypes][]*topoNode
+}
+
+// label names a node as NCCL's INFO lines do: "GPU/0-60", "CPU/0-ffffffffffffff".
+func (n *topoNode) label() string {
+	return nodeNames[n.typ] + "/" + strconv.FormatUint(uint64(n.id)>>56, 16) + "-" + strconv.FormatUint(uint64(n.id)&0x00ffffffffffffff, 16)
+}
+
+func topoID(system int, local int64) int64 { return int64(system)<<56 + local&0x00ffffffffffffff }
+
+func (s *System) find(typ int, id int64) *topoNode {
+	for _, n := range s.nodes[typ] {
+		if n.id == id {
+			return n
+		}
+	}
+	return nil
+}
+
+func (s *System) create(typ int, id int64) (*topoNode, error) {
+	if len(s.nodes[typ]) >= maxTopoNodes {
+		return nil, fmt.Errorf("%w: more than %d %s nodes", ErrBadXML, maxTopoNodes, nodeNames[typ])
+	}
+	n := &topoNode{typ: typ, id: id, dev: undef, rank: undef, sm: undef, arch: undef, vendor: undef, model: undef}
+	s.nodes[typ] = append(s.nodes[typ], n)
+	return n, nil
+}
+
+// maxTopoNodes is NCCL_TOPO_MAX_NODES (src/include/graph.h).
+const maxTopoNodes = 576
+
+// connect is ncclTopoConnectNodes (src/graph/topo.cc): links of one type to one
+// node aggregate their bandwidth, and links stay sorted by bandwidth, highest first.
+func connect(n, rem *topoNode, typ int, bw float32) {
+	i := -1
+	for j, l := range n.links {
+		if l.rem == rem && l.typ == typ {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		n.links = append(n.links, &topoLink{typ: typ, rem: rem})
+		i = len(n.links) - 1
+	}
+	l := n.links[i]
+	l.bw += bw
+	for i > 0 && n.links[i-1].bw < l.bw {
+		n.links[i] = n.links[i-1]
+		i--
+	}
+	n.links[i] = l
+}
+
+// kvPrefix is kvConvertToInt (src/graph/xml.h): the first entry that is a prefix of
+// s, else the fallback.
+func kvPrefix(s string, dict []kv, fallback int) int {
+	for _, d := range dict {
+		if strings.HasPrefix(s, d.s) {
+			return d.v
+		}
+	}
+	return fallback
+}
+
+type kv struct {
+	s string
+	v int
+}
+
+// kvDictPciClass and kvDictPciGen in src/graph/topo.cc; speeds are in 100 Mb/s per lane.
+var (
+	pciClassDict = []kv{{"0x060400", nodePCI}, {"0x080100", nodePCI}, {"0x068000", nodeNVS}, {"0x068001", nodeCPU}, {"0x03", nodeGPU}, {"0x02", nodeNIC}}
+	pciGenDict   = []kv{{"2.5 GT/s", 15}, {"5 GT/s", 30}, {"8 GT/s", 60}, {"16 GT/s", 120}, {"32 GT/s", 240},
+		{"2.5 GT/s PCIe", 15}, {"5.0 GT/s PCIe", 30}, {"8.0 GT/s PCIe", 60}, {"16.0 GT/s PCIe", 120}, {"32.0 GT/s PCIe", 240}, {"64.0 GT/s PCIe", 480}}
+	cpuArchDict   = []kv{{"x86_64", archX86}, {"arm64", archARM}, {"ppc64", archPower}}
+	cpuVendorDict = []kv{{"GenuineIntel", vendorIntel}, {"AuthenticAMD", vendorAMD}, {"CentaurHauls", vendorZhaoxin}, {"  Shanghai  ", vendorZhaoxin}}
+)
+
+func need(n *Node, key string) (string, error) {
+	v, ok := n.Get(key)
+	if !ok {
+		return "", fmt.Errorf("%w: <%s> has no %s attribute", ErrBadXML, n.Name, key)
+	}
+	return v, nil
+}
+
+func needInt(n *Node, key string) (int, error) {
+	v, err := need(n, key)
+	return atoi(v), err
+}
+
+func intDefault(n *Node, key string, def int) int {
+	if v, ok := n.Get(key); ok {
+		return atoi(v)
+	}
+	return def
+}
+
+// NewSystem builds NCCL's graph from a topology XML as ncclTopoGetSystemFromXml
+// (src/graph/topo.cc) does for the local host: CPU nodes and the PCI trees below
+// them, then NVLinks, C2C links and Broadcom P2P links, Broadcom PEX switches
+// flattened, CPUs joined, links sorted. Host hashes are ignored: every <cpu> is
+// taken to be on this host, as in a file NCCL_TOPO_FILE names (NCCL rewrites them).
+func NewSystem(root *Node) (*System, error) {
+	if root == nil || root.Name != "system" {
+		return nil, fmt.Errorf("%w: top element is not <system>", ErrBadXML)
+	}
+	if v, err := needInt(root, "version"); err != nil || v != 1 {
+		return nil, fmt.Errorf("%w: <system version> must be 1 (NCCL_TOPO_XML_VERSION)", ErrBadXML)
+	}
+	s := &System{}
+	for _, c := range root.Subs {
+		if c.Name == "cpu" {
+			if err := s.addCPU(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := s.addNVLinks(root, ""); err != nil {
+		return nil, err
+	}
+	if err := s.addC2C(root, ""); err != nil {
+		return nil, err
+	}
+	s.addPCILinks(root, "")
+	s.flattenBcmSwitches()
+	s.connectCPUs()
+	for _, c := range s.nodes[nodeCPU] {
+		sortLinks(c, nil, 0)
+	}
+	return s, nil
+}
+
+// addCPU is ncclTopoAddCpu.
+func (s *System) addCPU(x *Node) error {
+	numa, err := needInt(x, "numaid")
+	if err != nil {
+		return err
+	}
+	cpu, err := s.create(nodeCPU, topoID(0, int64(numa)))
+	if err != nil {
+		return err
+	}
+	arch, err := need(x, "arch")
+	if err != nil {
+		return err
+	}
+	cpu.arch = kvPrefix(arch, cpuArchDict, 0)
+	if cpu.arch == archX86 {
+		vendor, err := need(x, "vendor")
+		if err != nil {
+			return err
+		}
+		cpu.vendor = kvPrefix(vendor, cpuVendorDict, 0)
+		switch cpu.vendor {
+		case vendorIntel:
+			fam, err1 := needInt(x, "familyid")
+			model, err2 := needInt(x, "modelid")
+			if err1 != nil || err2 != nil {
+				return fmt.Errorf("%w: Intel <cpu> needs familyid and modelid", ErrBadXML)
+			}
+			switch {
+			case fam == 6 && model >= 0xCF:
+				cpu.model = modelERP
+			case fam == 6 && model >= 0x8F:
+				cpu.model = modelSRP
+			case fam == 6 && model >= 0x55:
+				cpu.model = modelSKL
+			default:
+				cpu.model = modelBDW
+			}
+		case vendorZhaoxin:
+			fam, err1 := needInt(x, "familyid")
+			model, err2 := needInt(x, "modelid")
+			if err1 != nil || err2 != nil {
+				return fmt.Errorf("%w: Zhaoxin <cpu> needs familyid and modelid", ErrBadXML)
+			}
+			if fam == 7 && model == 0x5B {
+				cpu.model = modelYongfeng
+			}
+		}
+	}
+	for _, sub := range x.Subs {
+		switch sub.Name {
+		case "pci":
+			if err := s.addPCI(sub, cpu, numa); err != nil {
+				return err
+			}
+		case "nic":
+			id := topoID(0, int64(numa)<<56)
+			nic := s.find(nodeNIC, id)
+			if nic == nil {
+				if nic, err = s.create(nodeNIC, id); err != nil {
+					return err
+				}
+				connect(cpu, nic, linkPCI, locBW)
+				connect(nic, cpu, linkPCI, locBW)
+			}
+			if err := s.addNIC(sub, nic, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addPCI is ncclTopoAddPci.
+func (s *System) addPCI(x *Node, parent *topoNode, numa int) error {
+	class, err := need(x, "class")
+	if err != nil {
+		return err
+	}
+	typ := kvPrefix(class, pciClassDict, nodePCI)
+	busStr, err := need(x, "busid")
+	if err != nil {
+		return err
+	}
+	busID := busIDToInt64(busStr)
+	var n *topoNode
+	if g := x.Sub("gpu"); g != nil {
+		if _, ok := g.Get("rank"); !ok {
+			return nil
+		}
+		if n, err = s.create(nodeGPU, topoID(0, busID)); err != nil {
+			return err
+		}
+		n.busID = busStr
+		for _, f := range []struct {
+			key string
+			dst *int
+		}{{"sm", &n.sm}, {"rank", &n.rank}, {"dev", &n.dev}, {"gdr", &n.gdr}} {
+			if *f.dst, err = needInt(g, f.key); err != nil {
+				return err
+			}
+		}
+	}
+	if nx := x.Sub("nic"); nx != nil {
+		id := topoID(0, int64(numa)<<56+busID)
+		nic := s.find(nodeNIC, id)
+		if nic == nil {
+			if nic, err = s.create(nodeNIC, id); err != nil {
+				return err
+			}
+			n = nic
+		}
+		if err := s.addNIC(nx, nic, busStr); err != nil {
+			return err
+		}
+	} else if typ == nodePCI && n == nil {
+		if n, err = s.create(nodePCI, topoID(0, busID)); err != nil {
+			return err
+		}
+		for i, key := range []string{"vendor", "device", "subsystem_vendor", "subsystem_device"} {
+			if v, ok := x.Get(key); ok {
+				p, _ := strtoll(v)
+				n.pciDevice += uint64(p) << (48 - 16*i)
+			}
+		}
+		for _, sub := range x.Subs {
+			if sub.Name != "pcilink" {
+				if err := s.addPCI(sub, n, numa); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if n == nil {
+		return nil
+	}
+	width, err := needInt(x, "link_width")
+	if err != nil {
+		return err
+	}
+	speedStr, err := need(x, "link_speed")
+	if err != nil {
+		return err
+	}
+	if width == 0 {
+		width = 16
+	}
+	speed := kvPrefix(speedStr, pciGenDict, 60)
+	bw := float32(float64(width*speed) / 80.0)
+	connect(n, parent, linkPCI, bw)
+	connect(parent, n, linkPCI, bw)
+	return nil
+}
+
+// addNIC is ncclTopoAddNic and ncclTopoAddNet: every <net> with a dev attribute
+// becomes a NET node linked to the NIC with its speed.
+func (s *System) addNIC(x *Node, nic *topoNode, busID string) error {
+	for _, nx := range x.Subs {
+		if nx.Name != "net" {
+			continue
+		}
+		if _, ok := nx.Get("dev"); !ok {
+			continue
+		}
+		dev := intDefault(nx, "dev", 0)
+		net, err := s.create(nodeNET, topoID(0, int64(dev)))
+		if err != nil {
+			return err
+		}
+		net.netDev = dev
+		net.netName, _ = nx.Get("name")
+		net.busID = busID
+		mbps := intDefault(nx, "speed", 0)
+		if mbps <= 0 {
+			mbps = 10000
+		}
+		net.netBW = float32(float64(mbps) / 8000.0)
+		net.netGDR = intDefault(nx, "gdr", 0)
+		connect(nic, net, linkNET, net.netBW)
+		connect(net, nic, linkNET, net.netBW)
+	}
+	return nil
+}
+
+// addNVLinks is ncclTopoAddNvLinks: an <nvlink> below a GPU joins it to the GPU it
+// targets, its local CPU, or the one NVSwitch node, count links of the GPU's
+// NVLink bandwidth.
+func (s *System) addNVLinks(x *Node, parentBus string) error {
+	if x.Name == "nvlink" {
+		gpu := s.find(nodeGPU, topoID(0, busIDToInt64(parentBus)))
+		if gpu == nil {
+			return nil // the GPU had no rank and was left out
+		}
+		count, err := needInt(x, "count")
+		if err != nil {
+			return err
+		}
+		tclass, err := need(x, "tclass")
+		if err != nil {
+			return err
+		}
+		var remote *topoNode
+		switch kvPrefix(tclass, pciClassDict, nodePCI) {
+		case nodeGPU:
+			target, err := need(x, "target")
+			if err != nil {
+				return err
+			}
+			remote = s.find(nodeGPU, topoID(0, busIDToInt64(target)))
+		case nodeCPU:
+			remote = localCPU(gpu, nil)
+		default:
+			if len(s.nodes[nodeNVS]) == 0 {
+				if remote, err = s.create(nodeNVS, 0); err != nil {
+					return err
+				}
+			} else {
+				remote = s.nodes[nodeNVS][0]
+			}
+		}
+		if remote != nil {
+			bw := float32(count) * nvlinkBW(gpu.sm)
+			connect(gpu, remote, linkNVL, bw)
+			if remote.typ != nodeGPU {
+				connect(remote, gpu, linkNVL, bw)
+			}
+		}
+		return nil
+	}
+	bus := parentBus
+	if b, ok := x.Get("busid"); ok {
+		bus = b
+	}
+	for _, sub := range x.Subs {
+		if err := s.addNVLinks(sub, bus); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addC2C is ncclTopoAddC2c: a <c2c> below a GPU links it to its local CPU.
+func (s *System) addC2C(x *Node, parentBus string) error {
+	if x.Name == "c2c" {
+		gpu := s.find(nodeGPU, topoID(0, busIDToInt64(parentBus)))
+		if gpu == nil {
+			return nil
+		}
+		count, err1 := needInt(x, "count")
+		bw, err2 := needInt(x, "bw")
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("%w: <c2c> needs count and bw", ErrBadXML)
+		}
+		cpu := localCPU(gpu, nil)
+		if cpu == nil {
+			return nil
+		}
+		c2c := float32(float64(bw*count) / 1000.0)
+		connect(gpu, cpu, linkC2C, c2c)
+		connect(cpu, gpu, linkC2C, c2c)
+		return nil
+	}
+	bus := parentBus
+	if b, ok := x.Get("busid"); ok {
+		bus = b
+	}
+	for _, sub := range x.Subs {
+		if err := s.addC2C(sub, bus); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addPCILinks is ncclTopoAddPciLinks: a <pcilink> joins two PCI switches with a
+// LOC link (Broadcom virtual-switch P2P links).
+func (s *System) addPCILinks(x *Node, parentBus string) {
+	if x.Name == "pcilink" {
+		pci := s.find(nodePCI, topoID(0, busIDToInt64(parentBus)))
+		target, _ := x.Get("target")
+		remote := s.find(nodePCI, topoID(0, busIDToInt64(target)))
+		if pci != nil && remote != nil {
+			connect(pci, remote, linkLOC, locBW)
+		}
+		return
+	}
+	bus := parentBus
+	if b, ok := x.Get("busid"); ok {
+		bus = b
+	}
+	for _, sub := range x.Subs {
+		s.addPCILinks(sub, bus)
+	}
+}
+
+// localCPU is findLocalCpu: up the PCI links, through PCI switches only, to a CPU.
+func localCPU(n, from *topoNode) *topoNode {
+	if n.typ == nodeCPU {
+		return n
+	}
+	for _, l := range n.links {
+		if l.typ == linkPCI && l.rem != from && (l.rem.typ == nodePCI || l.rem.typ == nodeCPU) {
+			if c := localCPU(l.rem, n); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// bcmGen is getBcmGen (src/graph/topo.cc).
+func bcmGen(id uint64, level int) int {
+	switch {
+	case id&0xfffffffffffff000 == 0x1000c0101000a000:
+		return 4
+	case id&0xfffffffffffff000 == 0x1000c03010000000|uint64(level)*0x1000:
+		return 5
+	}
+	return 0
+}
+
+// flattenBcmSwitches is ncclTopoFlattenBcmSwitches: a Broadcom PEX Gen4/Gen5 switch
+// absorbs the sub-switches of the same generation right below it.
+func (s *System) flattenBcmSwitches() {
+	for i := 0; i < len(s.nodes[nodePCI]); i++ {
+		sw := s.nodes[nodePCI][i]
+		gen := bcmGen(sw.pciDevice, 0)
+		if gen == 0 {
+			continue
+		}
+		var subs []*topoNode
+		kept := sw.links[:0:0]
+		for _, l := range sw.links {
+			if l.rem.typ == nodePCI && bcmGen(l.rem.pciDevice, 1) == gen {
+				subs = append(subs, l.rem)
+				continue
+			}
+			kept = append(kept, l)
+		}
+		sw.links = kept
+		for _, sub := range subs {
+			for _, l := range sub.links {
+				if l.rem == sw {
+					continue
+				}
+				sw.links = append(sw.links, l)
+				for _, rl := range l.rem.links {
+					if rl.rem == sub {
+						rl.rem = sw
+						break
+					}
+				}
+			}
+			s.remove(sub)
+		}
+		sw.pciDevice |= 0xffff
+		i = -1 // restart, as NCCL does
+	}
+}
+
+// remove is ncclTopoRemoveNode: the node and every link to it go.
+func (s *System) remove(del *topoNode) {
+	for t := range s.nodes {
+		for _, n := range s.nodes[t] {
+			kept := n.links[:0]
+			for _, l := range n.links {
+				if l.rem != del {
+					kept = append(kept, l)
+				}
+			}
+			n.links = kept
+		}
+	}
+	list := s.nodes[del.typ]
+	for i, n := range list {
+		if n == del {
+			s.nodes[del.typ] = append(list[:i:i], list[i+1:]...)
+			return
+		}
+	}
+}
+
+// connectCPUs is ncclTopoConnectCpus: every pair of CPU nodes is joined by a SYS
+// link of the inter-CPU bandwidth (ncclTopoGetInterCpuBw).
+func (s *System) connectCPUs() {
+	for _, a := range s.nodes[nodeCPU] {
+		for _, b := range s.nodes[nodeCPU] {
+			if a != b {
+				connect(a, b, linkSYS, interCPUBW(a))
+			}
+		}
+	}
+}
+
+func interCPUBW(c *topoNode) float32 {
+	switch {
+	case c.arch == archPower:
+		return p9BW
+	case c.arch == archARM:
+		return armBW
+	case c.arch == archX86 && c.vendor == vendorIntel:
+		switch c.model {
+		case modelERP:
+			return erpQPIBW
+		case modelSRP:
+			return srpQPIBW
+		case modelSKL:
+			return sklQPIBW
+		}
+		return bdwQPIBW
+	case c.arch == archX86 && c.vendor == vendorAMD:
+		return amdBW
+	case c.arch == archX86 && c.vendor == vendorZhaoxin:
+		if c.model == modelYongfeng {
+			return yongfengBW
+		}
+		return zpiBW
+	}
+	return locBW
+}
+
+// sortLinks is ncclTopoSort: below each node the link to its parent moves last, so
+// links read NVLink, PCI down, PCI up, SYS. depth bounds the recursion.
+func sortLinks(n, up *topoNode, depth int) {
+	if depth > maxXMLDepth {
+		return
+	}
+	if up != nil {
+		for i, l := range n.links {
+			if l.rem == up {
+				n.links = append(append(n.links[:i:i], n.links[i+1:]...), l)
+				break
+			}
+		}
+	}
+	for _, l := range n.links {
+		if l.typ == linkPCI && l.rem != up {
+			sortLinks(l.rem, n, depth+1)
+		}
+	}
+}
