@@ -283,7 +283,10 @@ func (m *Machine) XML(s Settings) (root *Node, nets []Net, notes []string) {
 	if len(gpus) > 0 && m.GPU == nil {
 		notes = append(notes, "NVLink unknown: NVML was not asked (snapshot, --root or --no-nvml); GPU pairs are shown over PCIe")
 	}
-	nets, _, ok := m.Nets(s)
+	nets, plugin, ok := m.Nets(s)
+	if plugin == "IB" && ok {
+		notes = append(notes, "InfiniBand link rates are not read: NCCL's 10 Gb/s default is used for network bandwidths (NCCL reads the port's rate), which only matters where NCCL weighs the network against P2P and SHM inside the node")
+	}
 	if !ok {
 		notes = append(notes, "network devices unknown: no interface list (a snapshot or --root) and no RDMA device")
 	}

@@ -20,7 +20,9 @@ type Facts struct {
 
 // engine evaluates NCCL's rules on one system under one set of settings.
 type engine struct {
-	sys     *System
+	sys *System
+	// raw holds the paths of the topology before NCCL diverts any, for reasons.
+	raw     *System
 	set     Settings
 	ver     Version
 	facts   Facts
@@ -105,7 +107,7 @@ func (e *engine) checkP2P(g1, g2 *topoNode) (p2p bool, inter *topoNode, why stri
 	}
 	level, src := e.p2pLevel()
 	if path.typ > level {
-		return false, inter, fmt.Sprintf("path %s is farther than the P2P level %s (%s)", path.typ, level, src)
+		return false, inter, fmt.Sprintf("path %s is farther than the P2P level %s (%s)", e.rawType(g1, g2, path.typ), level, src)
 	}
 	if g1 != g2 && e.set.Int("NCCL_IGNORE_DISABLED_P2P", 0) != 2 {
 		hops := []*topoNode{g1}
@@ -123,6 +125,15 @@ func (e *engine) checkP2P(g1, g2 *topoNode) (p2p bool, inter *topoNode, why stri
 		}
 	}
 	return true, inter, fmt.Sprintf("path %s is within the P2P level %s (%s)", path.typ, level, src)
+}
+
+// rawType is the path type between two GPUs before NCCL diverted it, for reasons.
+func (e *engine) rawType(g1, g2 *topoNode, t PathType) PathType {
+	if e.raw == nil {
+		return t
+	}
+	i, j := e.gpuIndex(g1), e.gpuIndex(g2)
+	return e.raw.nodes[nodeGPU][i].paths[nodeGPU][j].typ
 }
 
 // checkNet is ncclTopoCheckNet: the network is preferred over P2P and SHM inside

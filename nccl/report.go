@@ -8,7 +8,7 @@ import (
 )
 
 // SchemaVersion is the version of the JSON report (schema/nccl.v1.json).
-const SchemaVersion = "nccl.v1"
+const SchemaVersion = "1"
 
 // Report is what NCCL will do on the node.
 type Report struct {
@@ -123,17 +123,13 @@ func Predict(in Input) (*Report, error) {
 	for _, g := range e.sys.nodes[nodeGPU] {
 		r.GPUs = append(r.GPUs, GPUInfo{Rank: g.rank, Dev: g.dev, BusID: g.busID, SM: max(g.sm, 0)})
 	}
-	raw, err := rawPaths(in)
-	if err != nil {
-		return nil, err
-	}
 	for _, a := range e.sys.nodes[nodeGPU] {
 		for j, b := range e.sys.nodes[nodeGPU] {
 			if a == b {
 				continue
 			}
 			p := e.pair(a, b)
-			p.Path = raw.nodes[nodeGPU][e.gpuIndex(a)].paths[nodeGPU][j].typ
+			p.Path = e.raw.nodes[nodeGPU][e.gpuIndex(a)].paths[nodeGPU][j].typ
 			p.Link = "PCIe"
 			if p.Path <= PathNVB {
 				p.Link = "NVLink"
@@ -174,7 +170,11 @@ func newEngine(in Input, set Settings) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{sys: sys, set: set, ver: in.Version, facts: in.Facts}
+	raw, err := rawPaths(in)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{sys: sys, raw: raw, set: set, ver: in.Version, facts: in.Facts}
 	if e.ver.IsZero() {
 		e.ver = DefaultVersion
 	}

@@ -106,6 +106,10 @@ func ConfPaths(env map[string]string, home string) []string {
 	return append(paths, "/etc/nccl.conf")
 }
 
+// notParams are NCCL_* variables that are not NCCL parameters: NVIDIA's containers
+// set NCCL_VERSION to document the NCCL they ship; NCCL itself never reads it.
+var notParams = []string{"NCCL_VERSION"}
+
 // ResolveSettings merges what NCCL will see, highest precedence first: the what-if
 // values (--assume), the process environment, then each configuration file in
 // ConfPaths order. Configuration files only fill names still unset (NCCL calls
@@ -113,7 +117,7 @@ func ConfPaths(env map[string]string, home string) []string {
 func ResolveSettings(assume, env map[string]string, files []ConfFile) Settings {
 	s := Settings{vars: map[string]Setting{}}
 	add := func(name, value, src string) {
-		if !strings.HasPrefix(name, "NCCL_") {
+		if !strings.HasPrefix(name, "NCCL_") || slices.Contains(notParams, name) {
 			return
 		}
 		if _, ok := s.vars[name]; !ok {

@@ -178,7 +178,7 @@ var libDirs = []string{
 	"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib", "usr/local/lib", "usr/local/cuda/lib64",
 	"usr/local/lib/python3*/dist-packages/nvidia/nccl/lib", "usr/local/lib/python3*/site-packages/nvidia/nccl/lib",
 	"usr/lib/python3*/dist-packages/nvidia/nccl/lib", "opt/*/lib/python3*/site-packages/nvidia/nccl/lib",
-	"root/.local/lib/python3*/site-packages/nvidia/nccl/lib",
+	"opt/*/*/lib/python3*/site-packages/nvidia/nccl/lib", "root/.local/lib/python3*/site-packages/nvidia/nccl/lib",
 }
 
 // findLibVersion reads NCCL's version banner from libnccl.so: the file --nccl-lib
@@ -189,6 +189,10 @@ func findLibVersion(root, lib string) (nccl.Version, string) {
 		cands = []string{lib}
 	} else {
 		var dirs []string
+		if v := os.Getenv("VIRTUAL_ENV"); v != "" && root == "/" {
+			m, _ := filepath.Glob(filepath.Join(v, "lib/python3*/site-packages/nvidia/nccl/lib"))
+			dirs = append(dirs, m...)
+		}
 		for _, d := range filepath.SplitList(os.Getenv("LD_LIBRARY_PATH")) {
 			if d != "" && root == "/" {
 				dirs = append(dirs, d)
