@@ -23,6 +23,11 @@ type Log struct {
 	NetGDR map[string]bool
 	// GDRCopy reports a "GDRCOPY enabled library ..." line (ncclGdrInit).
 	GDRCopy bool
+	// Settings maps each parameter NCCL reported reading ("NCCL_X set by
+	// environment to V", ncclLoadParam in src/misc/param.cc and ncclGetLevel in
+	// src/graph/paths.cc; values from configuration files are reported the same way)
+	// to its value.
+	Settings map[string]string
 }
 
 // Channel is one "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM" line: the sending and
@@ -36,6 +41,7 @@ type Channel struct {
 var (
 	pathLine    = regexp.MustCompile(`^(GPU|NET)/[0-9a-f]{1,2}-[0-9a-f]{1,16} :.*\)$`)
 	channelLine = regexp.MustCompile(`^Channel \d+(?:/\d+)? : (\d+)\[\d+\] -> (\d+)\[\d+\] (?:\[(?:send|receive)\] )?via (\S+)`)
+	setLine     = regexp.MustCompile(`^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\.?$`)
 	gdrLine     = regexp.MustCompile(`^NET/\S+ : GPU Direct RDMA (Enabled|Disabled) for HCA \d+ '([^']*)'`)
 )
 
@@ -45,7 +51,7 @@ const maxLogLine = 64 << 10
 // ParseLog reads NCCL INFO lines, with or without the "host:pid:tid [dev] " prefix
 // NCCL puts before "NCCL INFO". Other lines are ignored.
 func ParseLog(r io.Reader) (*Log, error) {
-	l := &Log{NetGDR: map[string]bool{}}
+	l := &Log{NetGDR: map[string]bool{}, Settings: map[string]string{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxLogLine)
 	for sc.Scan() {
@@ -68,6 +74,8 @@ func ParseLog(r io.Reader) (*Log, error) {
 		default:
 			if m := channelLine.FindStringSubmatch(line); m != nil {
 				l.Channels = append(l.Channels, Channel{From: atoi(m[1]), To: atoi(m[2]), Via: m[3]})
+			} else if m := setLine.FindStringSubmatch(line); m != nil {
+				l.Settings[m[1]] = m[2]
 			} else if m := gdrLine.FindStringSubmatch(line); m != nil {
 				l.NetGDR[m[2]] = m[1] == "Enabled"
 			}

@@ -18,6 +18,15 @@ func (s *System) pathTo(n *topoNode, t, i int) *topoPath {
 	return &n.paths[t][i]
 }
 
+// path returns n's path to the node of type t at index i; DIS when n reaches no
+// node of that type (a malformed topology can leave a node unconnected).
+func path(n *topoNode, t, i int) topoPath {
+	if n.paths[t] == nil || i < 0 || i >= len(n.paths[t]) {
+		return topoPath{typ: PathDIS}
+	}
+	return n.paths[t][i]
+}
+
 func (s *System) index(n *topoNode) int { return slices.Index(s.nodes[n.typ], n) }
 
 // setPaths is ncclTopoSetPaths (src/graph/paths.cc): a breadth-first search from
@@ -110,6 +119,9 @@ func mergePathType(a, b PathType) PathType {
 // tx at index ix.
 func (s *System) addInterStep(tx, ix int, src *topoNode, t2, i2 int) {
 	mid := s.nodes[tx][ix]
+	if src.paths[tx] == nil || mid.paths[t2] == nil || src.paths[t2] == nil {
+		return // not connected: NCCL would have failed earlier
+	}
 	a := &src.paths[tx][ix]
 	b := &mid.paths[t2][i2]
 	p := &src.paths[t2][i2]

@@ -101,7 +101,7 @@ func (e *engine) nvmlP2P(a, b *topoNode) bool {
 // when their path type is no farther than the P2P level and NVML reports P2P
 // reads and writes OK along it (through an intermediate GPU for NVB paths).
 func (e *engine) checkP2P(g1, g2 *topoNode) (p2p bool, inter *topoNode, why string) {
-	path := g1.paths[nodeGPU][e.gpuIndex(g2)]
+	path := path(g1, nodeGPU, e.gpuIndex(g2))
 	if path.count == 2 && path.list[0].rem.typ == nodeGPU {
 		inter = path.list[0].rem
 	}
@@ -133,7 +133,7 @@ func (e *engine) rawType(g1, g2 *topoNode, t PathType) PathType {
 		return t
 	}
 	i, j := e.gpuIndex(g1), e.gpuIndex(g2)
-	return e.raw.nodes[nodeGPU][i].paths[nodeGPU][j].typ
+	return path(e.raw.nodes[nodeGPU][i], nodeGPU, j).typ
 }
 
 // checkNet is ncclTopoCheckNet: the network is preferred over P2P and SHM inside
@@ -143,13 +143,13 @@ func (e *engine) checkNet(g1, g2 *topoNode) bool {
 	if e.set.Int("NCCL_NET_DISABLE_INTRA", 0) == 1 {
 		return false
 	}
-	speed := g1.paths[nodeGPU][e.gpuIndex(g2)].bw
+	speed := path(g1, nodeGPU, e.gpuIndex(g2)).bw
 	var s1, s2 float32
 	for n := range e.sys.nodes[nodeNET] {
-		if p := g1.paths[nodeNET][n]; p.typ <= PathPXB && p.bw > s1 {
+		if p := path(g1, nodeNET, n); p.typ <= PathPXB && p.bw > s1 {
 			s1 = p.bw
 		}
-		if p := g2.paths[nodeNET][n]; p.typ <= PathPXB && p.bw > s2 {
+		if p := path(g2, nodeNET, n); p.typ <= PathPXB && p.bw > s2 {
 			s2 = p.bw
 		}
 	}
@@ -218,7 +218,7 @@ func (e *engine) checkGdr(g, net *topoNode, read bool) (string, string) {
 		if r < 0 && g.sm < 80 {
 			nvlink := len(e.sys.nodes[nodeGPU]) == 1
 			for i, o := range e.sys.nodes[nodeGPU] {
-				if o != g && g.paths[nodeGPU][i].typ == PathNVL {
+				if o != g && path(g, nodeGPU, i).typ == PathNVL {
 					nvlink = true
 				}
 			}
@@ -229,7 +229,7 @@ func (e *engine) checkGdr(g, net *topoNode, read bool) (string, string) {
 	}
 	level, src := e.gdrLevel()
 	n := slices.Index(e.sys.nodes[nodeNET], net)
-	dist := g.paths[nodeNET][n].typ
+	dist := path(g, nodeNET, n).typ
 	if dist == PathP2C && e.set.Int("NCCL_NET_GDR_C2C", 1) != 0 && e.ver.AtLeast(2, 27) {
 		dist = PathC2C
 	}
@@ -237,7 +237,7 @@ func (e *engine) checkGdr(g, net *topoNode, read bool) (string, string) {
 		return "", fmt.Sprintf("path %s is farther than the GPUDirect RDMA level %s (%s)", dist, level, src)
 	}
 	mode := "Default"
-	if c := e.sys.localCPUIndex(g); c >= 0 && g.paths[nodeCPU][c].typ == PathC2C && dist != PathC2C {
+	if c := e.sys.localCPUIndex(g); c >= 0 && path(g, nodeCPU, c).typ == PathC2C && dist != PathC2C {
 		mode = "PCI"
 	}
 	return mode, fmt.Sprintf("path %s is within the GPUDirect RDMA level %s (%s)", dist, level, src)
@@ -269,7 +269,7 @@ func (e *engine) computePaths() {
 			if ok, _ := e.p2pCanConnect(pn, gn); ok {
 				continue
 			}
-			if ok, _ := e.shmCanConnect(pn, gn); !ok {
+			if ok, _ := e.shmCanConnect(pn, gn); !ok && pn.paths[nodeGPU] != nil {
 				pn.paths[nodeGPU][g].typ = PathNET
 			}
 		}
@@ -280,6 +280,9 @@ func (e *engine) computePaths() {
 			if c < 0 || nn.paths[nodeCPU] == nil {
 				continue
 			}
+			if gn.paths[nodeNET] == nil || nn.paths[nodeGPU] == nil {
+				continue
+			}
 			if mergePathType(gn.paths[nodeCPU][c].typ, nn.paths[nodeCPU][c].typ) == PathP2C {
 				gn.paths[nodeNET][n].typ = min(PathP2C, gn.paths[nodeNET][n].typ)
 				nn.paths[nodeGPU][g].typ = min(PathP2C, nn.paths[nodeGPU][g].typ)
@@ -288,7 +291,7 @@ func (e *engine) computePaths() {
 	}
 	for n, nn := range s.nodes[nodeNET] {
 		for g, gn := range gpus {
-			if gn.paths[nodeNET][n].typ >= PathPHB {
+			if path(gn, nodeNET, n).typ >= PathPHB {
 				continue
 			}
 			if mode, _ := e.checkGdr(gn, nn, false); mode == "" {
@@ -312,8 +315,7 @@ func (e *engine) label(transport string, g1, g2 *topoNode, inter *topoNode) stri
 		if inter != nil {
 			return "P2P/indirect/" + strconv.Itoa(inter.rank) + "[" + strconv.Itoa(inter.dev) + "]"
 		}
-		path := g1.paths[nodeGPU][e.gpuIndex(g2)]
-		read := path.typ == PathNVL && g1.sm == 80 && g2.sm == 80
+		read := path(g1, nodeGPU, e.gpuIndex(g2)).typ == PathNVL && g1.sm == 80 && g2.sm == 80
 		if r := e.set.Int("NCCL_P2P_READ_ENABLE", -2); r != -2 {
 			read = r != 0
 		}

@@ -129,7 +129,7 @@ func Predict(in Input) (*Report, error) {
 				continue
 			}
 			p := e.pair(a, b)
-			p.Path = e.raw.nodes[nodeGPU][e.gpuIndex(a)].paths[nodeGPU][j].typ
+			p.Path = path(e.raw.nodes[nodeGPU][e.gpuIndex(a)], nodeGPU, j).typ
 			p.Link = "PCIe"
 			if p.Path <= PathNVB {
 				p.Link = "NVLink"
@@ -224,7 +224,7 @@ func (e *engine) pair(a, b *topoNode) GPUPair {
 
 func (e *engine) gpuNet(g, net *topoNode) GPUNet {
 	n := slices.Index(e.sys.nodes[nodeNET], net)
-	gn := GPUNet{GPU: g.rank, Net: net.netDev, Path: g.paths[nodeNET][n].typ}
+	gn := GPUNet{GPU: g.rank, Net: net.netDev, Path: path(g, nodeNET, n).typ}
 	recv, why := e.checkGdr(g, net, false)
 	send, whySend := e.checkGdr(g, net, true)
 	gn.Recv, gn.Send, gn.Mode, gn.Why = yesNo(recv != ""), yesNo(send != ""), recv, why

@@ -45,6 +45,16 @@ func (p PathType) MarshalText() ([]byte, error) {
 	return []byte(p.String()), nil
 }
 
+// UnmarshalText implements encoding.TextUnmarshaler with NCCL's name.
+func (p *PathType) UnmarshalText(b []byte) error {
+	v, ok := ParsePathType(string(b))
+	if !ok {
+		return fmt.Errorf("nccl: unknown path type %q", b)
+	}
+	*p = v
+	return nil
+}
+
 // ParsePathType reads NCCL's name of a path type ("PIX", "PHB", ...).
 func ParsePathType(s string) (PathType, bool) {
 	for i, n := range pathNames {

@@ -119,14 +119,16 @@ func (no *ncclOptions) run() error {
 		}
 	}
 	set := nccl.ResolveSettings(assume, env, files)
+	var others []string
 	if verSrc == "" && live {
-		ver, verSrc = findLibVersion(o.root, no.lib)
+		ver, verSrc, others = findLibVersion(o.root, no.lib)
 	}
 	if verSrc == "" {
 		ver, verSrc = nccl.DefaultVersion, "default (no libnccl.so found; --nccl-version to choose)"
 	}
 	m := nccl.FromNode(n, ifaces)
 	in, topo := m.Input(set, ver, verSrc)
+	in.Notes = append(in.Notes, others...)
 	if no.topoXML != "" {
 		o.printWarnings(n)
 		if no.topoXML == "-" {
@@ -171,19 +173,21 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	return buf[:k], nil
 }
 
-// libDirs are where libnccl.so is looked for, relative to the root: the system's
-// library directories, CUDA's, and the pip package PyTorch depends on
-// (nvidia-nccl-cu*), in system and virtual-environment site-packages.
+// libDirs are where libnccl.so is looked for, relative to the root, in order: the
+// pip package PyTorch and JAX bring (nvidia-nccl-cu*) in system and virtual
+// environment site-packages first, since jobs load that one, then the system's
+// and CUDA's library directories.
 var libDirs = []string{
-	"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib", "usr/local/lib", "usr/local/cuda/lib64",
 	"usr/local/lib/python3*/dist-packages/nvidia/nccl/lib", "usr/local/lib/python3*/site-packages/nvidia/nccl/lib",
 	"usr/lib/python3*/dist-packages/nvidia/nccl/lib", "opt/*/lib/python3*/site-packages/nvidia/nccl/lib",
 	"opt/*/*/lib/python3*/site-packages/nvidia/nccl/lib", "root/.local/lib/python3*/site-packages/nvidia/nccl/lib",
+	"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib", "usr/local/lib", "usr/local/cuda/lib64",
 }
 
 // findLibVersion reads NCCL's version banner from libnccl.so: the file --nccl-lib
-// names, else the first found in LD_LIBRARY_PATH and libDirs.
-func findLibVersion(root, lib string) (nccl.Version, string) {
+// names, else the first found in $VIRTUAL_ENV, LD_LIBRARY_PATH and libDirs. others
+// names the other versions found, which a job may load instead.
+func findLibVersion(root, lib string) (v nccl.Version, src string, others []string) {
 	var cands []string
 	if lib != "" {
 		cands = []string{lib}
@@ -201,9 +205,15 @@ func findLibVersion(root, lib string) (nccl.Version, string) {
 		for _, d := range libDirs {
 			dirs = append(dirs, filepath.Join(root, d))
 		}
+		seen := map[string]bool{}
 		for _, d := range dirs {
 			m, _ := filepath.Glob(filepath.Join(d, "libnccl.so*"))
-			cands = append(cands, m...)
+			for _, f := range m {
+				if real, err := filepath.EvalSymlinks(f); err == nil && !seen[real] {
+					seen[real] = true
+					cands = append(cands, f)
+				}
+			}
 		}
 	}
 	for _, c := range cands {
@@ -211,13 +221,17 @@ func findLibVersion(root, lib string) (nccl.Version, string) {
 		if err != nil {
 			continue
 		}
-		v, ok, _ := nccl.FindVersion(fh)
+		found, ok, _ := nccl.FindVersion(fh)
 		fh.Close()
-		if ok {
-			return v, c
+		switch {
+		case !ok:
+		case src == "":
+			v, src = found, c
+		case found != v:
+			others = append(others, fmt.Sprintf("another NCCL, %s, is installed at %s: a job that loads it follows its defaults (--nccl-lib or --nccl-version to choose)", found, c))
 		}
 	}
-	return nccl.Version{}, ""
+	return v, src, others
 }
 
 // liveInterfaces lists this machine's network interfaces that are up with an
