@@ -392,6 +392,9 @@ func (r *Report) Text() string {
 		for _, c := range g.Changes {
 			fmt.Fprintf(&b, "      %s: %s\n", c.Setting, c.Effect)
 		}
+		if len(g.Changes) == 0 && strings.HasPrefix(g.Why, "the network device") {
+			b.WriteString("      no NCCL setting changes this: it needs an RDMA NIC (InfiniBand or RoCE) with nvidia-peermem loaded or DMA-BUF (open NVIDIA kernel modules, Linux 5.12+)\n")
+		}
 	}
 	fmt.Fprintf(&b, "\nGDRCopy: %s: %s\n", r.GDRCopy.Use, r.GDRCopy.Why)
 	for _, c := range r.GDRCopy.Changes {
