@@ -12,22 +12,16 @@
 # Exit status: 0 when every setting matched.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=nccl-common.sh
+. "$here/nccl-common.sh"
 P=$here/p2pcheck
 OUT=${OUT:-$PWD/out}
 NP=${NP:-2}
 mkdir -p "$OUT"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat >"$work/allreduce.py" <<'PY'
-import os, torch, torch.distributed as dist
-torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-dist.init_process_group("nccl")
-x = torch.ones(1 << 20, device="cuda")
-dist.all_reduce(x)
-torch.cuda.synchronize()
-dist.destroy_process_group()
-PY
-lib=$(python3 -c 'import nvidia.nccl, os; d = os.path.join(list(nvidia.nccl.__path__)[0], "lib"); print([os.path.join(d, f) for f in os.listdir(d) if f.startswith("libnccl.so")][0])' 2>/dev/null)
+write_allreduce "$work/allreduce.py"
+lib=$(find_libnccl)
 libarg=()
 [ -n "$lib" ] && libarg=(--nccl-lib "$lib")
 
@@ -44,7 +38,7 @@ while read -r name vars; do
 	env $vars NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,NET,ENV \
 		torchrun --standalone --nproc_per_node="$NP" "$work/allreduce.py" >"$work/raw.log" 2>&1
 	rc=$?
-	grep -a 'NCCL INFO\|NCCL WARN' "$work/raw.log" | sed 's/^.*NCCL \(INFO\|WARN\)/NCCL \1/' >"$OUT/nccl-$name.log"
+	nccl_lines "$work/raw.log" "$OUT/nccl-$name.log"
 	# shellcheck disable=SC2086
 	env $vars "$P" nccl --format json "${libarg[@]}" >"$OUT/p2pcheck-$name.json"
 	python3 - "$name" "$rc" "$OUT/nccl-$name.log" "$OUT/p2pcheck-$name.json" <<'PY' || fail=1

@@ -5,20 +5,14 @@
 # holding a p2pcheck binary; results go to $OUT. /etc/nccl.conf is restored.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=nccl-common.sh
+. "$here/nccl-common.sh"
 P=$here/p2pcheck
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 work=$(mktemp -d)
-cat >"$work/allreduce.py" <<'PY'
-import os, torch, torch.distributed as dist
-torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-dist.init_process_group("nccl")
-x = torch.ones(1 << 20, device="cuda")
-dist.all_reduce(x)
-torch.cuda.synchronize()
-dist.destroy_process_group()
-PY
-lib=$(python3 -c 'import nvidia.nccl, os; d = os.path.join(list(nvidia.nccl.__path__)[0], "lib"); print([os.path.join(d, f) for f in os.listdir(d) if f.startswith("libnccl.so")][0])' 2>/dev/null)
+write_allreduce "$work/allreduce.py"
+lib=$(find_libnccl)
 "$P" nccl >"$OUT/p2pcheck-nccl.txt" 2>&1; echo "p2pcheck nccl exit $?"
 "$P" nccl --format json >"$OUT/p2pcheck-nccl.json"; echo "p2pcheck nccl json exit $?"
 grep version_source "$OUT/p2pcheck-nccl.json"
@@ -29,7 +23,7 @@ printf '# user file\nNCCL_P2P_LEVEL=PHB\nNCCL_GDRCOPY_ENABLE=0\n' >"$work/user.c
 export NCCL_CONF_FILE=$work/user.conf NCCL_GDRCOPY_ENABLE=1
 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,NET,ENV torchrun --standalone --nproc_per_node=1 "$work/allreduce.py" >"$work/raw.log" 2>&1
 echo "torchrun exit $?"
-grep -a 'NCCL INFO\|NCCL WARN' "$work/raw.log" | sed 's/^.*NCCL \(INFO\|WARN\)/NCCL \1/' >"$OUT/nccl-info-conf.log"
+nccl_lines "$work/raw.log" "$OUT/nccl-info-conf.log"
 "$P" nccl --format json --nccl-lib "$lib" >"$OUT/p2pcheck-nccl-conf.json"; echo "p2pcheck nccl conf exit $?"
 rm -f /etc/nccl.conf
 [ -e "$work/etc.bak" ] && cp -p "$work/etc.bak" /etc/nccl.conf

@@ -11,24 +11,16 @@
 # It then compares NCCL's path lines from 1 and 3 and p2pcheck's.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=nccl-common.sh
+. "$here/nccl-common.sh"
 P=$here/p2pcheck
 OUT=${OUT:-$PWD/out}
 NP=${NP:-1}
 mkdir -p "$OUT"
 work=$(mktemp -d)
-cat >"$work/allreduce.py" <<'PY'
-import os, torch, torch.distributed as dist
-torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-dist.init_process_group("nccl")
-x = torch.ones(1 << 20, device="cuda")
-dist.all_reduce(x)
-torch.cuda.synchronize()
-print("rank", dist.get_rank(), "sum", x[0].item())
-dist.destroy_process_group()
-PY
+write_allreduce "$work/allreduce.py"
 python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
-lib=$(python3 -c 'import nvidia.nccl, os; d = os.path.join(list(nvidia.nccl.__path__)[0], "lib"); print([os.path.join(d, f) for f in os.listdir(d) if f.startswith("libnccl.so")][0])' 2>/dev/null)
-[ -n "$lib" ] || lib=$(find / -xdev -name 'libnccl.so*' 2>/dev/null | head -1)
+lib=$(find_libnccl)
 echo "libnccl: $lib"
 
 # allreduce LOGFILE [VAR=VALUE...]: run the all-reduce, keep NCCL's INFO lines
@@ -38,7 +30,7 @@ allreduce() {
 	env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,NET,ENV "$@" \
 		torchrun --standalone --nproc_per_node="$NP" "$work/allreduce.py" >"$work/raw.log" 2>&1
 	echo "torchrun exit $?"
-	grep -a 'NCCL INFO' "$work/raw.log" | sed 's/^.*NCCL INFO/NCCL INFO/' >"$log"
+	nccl_lines "$work/raw.log" "$log"
 	grep -a -v 'NCCL INFO' "$work/raw.log" | tail -5
 }
 
