@@ -61,8 +61,8 @@ func FromNode(n *node.Node, ifaces []Interface) *Machine {
 	if p.CPU != nil {
 		m.CPUVendor, m.CPUFamily, m.CPUModel = p.CPU.VendorID, p.CPU.Family, p.CPU.Model
 		switch {
-		case p.CPU.VendorID == "GenuineIntel" || p.CPU.VendorID == "AuthenticAMD" ||
-			p.CPU.VendorID == "CentaurHauls" || p.CPU.VendorID == "  Shanghai  ":
+		case p.CPU.VendorID != "":
+			// Only x86 kernels print vendor_id (show_cpuinfo in arch/x86).
 			m.Arch = "x86_64"
 		case p.CPU.VendorID == "" && len(p.CPU.Flags) > 0:
 			// Only arm64's /proc/cpuinfo has a Features line and no vendor_id.
@@ -464,6 +464,10 @@ func (m *Machine) Input(s Settings, v Version, versionSource string) (in Input, 
 	topo, nets, notes := m.XML(s)
 	pred := cloneNode(topo)
 	pred.Walk(func(n *Node) {
+		if _, ok := n.Get("arch"); n.Name == "cpu" && !ok {
+			n.Set("arch", "")
+			notes = append(notes, "CPU architecture unknown: NCCL's CPU-specific defaults (P2P level, inter-CPU bandwidth) are not applied")
+		}
 		if n.Name != "gpu" {
 			return
 		}

@@ -415,3 +415,39 @@ func TestH200TwoGPULogs(t *testing.T) {
 		})
 	}
 }
+
+// TestVersionDefaults checks the defaults that changed between releases on the
+// two-H200 VM seen over PCIe only (PHB between the GPUs): the P2P level
+// (ncclTopoCheckP2p: before 2.23 SYS except on Intel, ARM and Zhaoxin; from 2.23
+// PXB, or SYS on AMD x86 with at most two GPUs) and cuMem (on by default from 2.19).
+func TestVersionDefaults(t *testing.T) {
+	n := loadSnapshot(t, "../testdata/h200-2gpu-vm/snapshot.tar.gz")
+	for _, tt := range []struct {
+		vendor  string
+		version Version
+		via     string
+	}{
+		{"GenuineIntel", Version{2, 28, 9}, "SHM/direct/direct"},
+		{"GenuineIntel", Version{2, 22, 3}, "SHM/direct/direct"},
+		{"AuthenticAMD", Version{2, 28, 9}, "P2P/CUMEM"},
+		{"AuthenticAMD", Version{2, 22, 3}, "P2P/CUMEM"},
+		{"AuthenticAMD", Version{2, 18, 5}, "P2P/IPC"},
+		{"HygonGenuine", Version{2, 22, 3}, "P2P/CUMEM"},
+		{"HygonGenuine", Version{2, 28, 9}, "SHM/direct/direct"},
+	} {
+		t.Run(tt.vendor+"-"+tt.version.String(), func(t *testing.T) {
+			m := FromNode(n, nil)
+			m.CPUVendor = tt.vendor
+			in, _ := m.Input(Settings{}, tt.version, "test")
+			r, err := Predict(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range r.GPUPairs {
+				if p.Via != tt.via {
+					t.Errorf("GPU%d->GPU%d via %s; want %s (%s)", p.From, p.To, p.Via, tt.via, p.Why)
+				}
+			}
+		})
+	}
+}

@@ -47,7 +47,10 @@ release whose defaults apply is read from libnccl.so (--nccl-lib, or the usual
 places), else --nccl-version, else 2.28.9.
 
 --topo-xml FILE writes NCCL's topology XML, the file NCCL_TOPO_DUMP_FILE writes
-and NCCL_TOPO_FILE reads ("-" for stdout).`,
+and NCCL_TOPO_FILE reads ("-" for stdout).
+
+Exit codes: 0 the prediction was made (whatever it says), 3 p2pcheck could not
+evaluate, 64 usage error. See docs/nccl.md.`,
 		Example: "  p2pcheck nccl\n  p2pcheck nccl --assume NCCL_P2P_DISABLE=1\n  p2pcheck nccl --topo-xml topo.xml\n  p2pcheck nccl --snapshot node.tar.gz --nccl-version 2.28.9 --format json",
 		Args:    noArgs,
 		RunE:    func(*cobra.Command, []string) error { return no.run() },
