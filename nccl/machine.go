@@ -283,6 +283,15 @@ func (m *Machine) XML(s Settings) (root *Node, nets []Net, notes []string) {
 	if len(gpus) > 0 && m.GPU == nil {
 		notes = append(notes, "NVLink unknown: NVML was not asked (snapshot, --root or --no-nvml); GPU pairs are shown over PCIe")
 	}
+	for _, v := range []struct{ name, note string }{
+		{"NCCL_IB_HCA", "NCCL_IB_HCA is set but not applied: every RDMA device is listed"},
+		{"NCCL_TOPO_FILE", "NCCL_TOPO_FILE is set: NCCL starts from that file, the prediction from the detected topology"},
+		{"NCCL_NET_PLUGIN", "NCCL_NET_PLUGIN is set: an external network plugin's devices and GPUDirect RDMA support are not modelled"},
+	} {
+		if _, set := s.Get(v.name); set {
+			notes = append(notes, v.note)
+		}
+	}
 	nets, plugin, ok := m.Nets(s)
 	if plugin == "IB" && ok {
 		notes = append(notes, "InfiniBand link rates are not read: NCCL's 10 Gb/s default is used for network bandwidths (NCCL reads the port's rate), which only matters where NCCL weighs the network against P2P and SHM inside the node")
