@@ -192,11 +192,15 @@ func (e *engine) shmCanConnect(g1, g2 *topoNode) (bool, string) {
 	return true, "both ranks are on this host and share /dev/shm"
 }
 
-// gdrLevel is the farthest path type at which NCCL uses GPUDirect RDMA: PXB by
-// default (ncclTopoCheckGdr), or NCCL_NET_GDR_LEVEL.
+// gdrLevel is the farthest path type at which NCCL uses GPUDirect RDMA
+// (ncclTopoCheckGdr): NCCL_NET_GDR_LEVEL, else PXB, or from 2.29 P2C while
+// NCCL_NET_GDR_C2C is on (it is by default).
 func (e *engine) gdrLevel() (PathType, string) {
 	if l, ok := e.userLevel("", "NCCL_NET_GDR_LEVEL"); ok {
 		return l, "NCCL_NET_GDR_LEVEL=" + l.String()
+	}
+	if e.ver.AtLeast(2, 29) && e.set.Int("NCCL_NET_GDR_C2C", 1) != 0 {
+		return PathP2C, "default from 2.29"
 	}
 	return PathPXB, "default"
 }
