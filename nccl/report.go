@@ -145,6 +145,9 @@ func Predict(in Input) (*Report, error) {
 			r.GPUNets = append(r.GPUNets, gn)
 		}
 	}
+	if hasNVLinkPeers(e.sys) && hasLocalNIC(e.raw) && e.set.Int("NCCL_PXN_DISABLE", 0) != 1 {
+		r.Notes = append(r.Notes, "GPUs have NVLink peers: with PXN NCCL may send to a NIC through the peer GPU closest to it; for such GPU-NIC pairs NCCL prints PXN paths and decides GPUDirect RDMA by the peer's path, which is not shown here (NCCL_PXN_DISABLE=1 turns PXN off)")
+	}
 	r.GDRCopy = gdrCopy(in)
 	r.Assumptions = e.unknown
 	if r.Assumptions == nil {
@@ -162,6 +165,31 @@ func Predict(in Input) (*Report, error) {
 		r.GPUs = []GPUInfo{}
 	}
 	return r, nil
+}
+
+// hasNVLinkPeers reports whether any two GPUs are joined by NVLink (NVL).
+func hasNVLinkPeers(s *System) bool {
+	for _, g := range s.nodes[nodeGPU] {
+		for i, o := range s.nodes[nodeGPU] {
+			if o != g && path(g, nodeGPU, i).typ == PathNVL {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasLocalNIC reports whether some GPU reaches a network device at PXB or closer,
+// the condition for another GPU to relay through it (PXN).
+func hasLocalNIC(s *System) bool {
+	for _, g := range s.nodes[nodeGPU] {
+		for n := range s.nodes[nodeNET] {
+			if path(g, nodeNET, n).typ <= PathPXB {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // newEngine builds the system from the XML and computes NCCL's paths under set.
