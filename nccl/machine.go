@@ -38,6 +38,24 @@ type Machine struct {
 	DMABuf *bool
 	// GDRDrv reports the gdrdrv module loaded with its device node; nil when unknown.
 	GDRDrv *bool
+	// RDMARates maps RDMA devices to their first port's rate in Mb/s
+	// (/sys/class/infiniband/<dev>/ports/1/rate); nil or missing when unknown.
+	RDMARates map[string]int
+}
+
+// ParseRate reads an InfiniBand port rate as sysfs shows it ("400 Gb/sec (4X NDR)",
+// rate_show in drivers/infiniband/core/sysfs.c) in Mb/s, the unit NCCL's IB
+// transport gives speeds in (ncclIbSpeed times ncclIbWidth); 0 when unreadable.
+func ParseRate(s string) int {
+	f := strings.Fields(s)
+	if len(f) < 2 || f[1] != "Gb/sec" {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || v <= 0 || v > 1e6 {
+		return 0
+	}
+	return int(v * 1000)
 }
 
 // Interface is a network interface as NCCL's Socket transport sees it.
@@ -117,7 +135,7 @@ func (m *Machine) Nets(s Settings) (nets []Net, plugin string, ok bool) {
 	if s.Int("NCCL_IB_DISABLE", 0) != 1 && (netName.Value == "" || strings.EqualFold(netName.Value, "IB")) {
 		for _, d := range m.Topology.Devices {
 			for _, r := range d.RDMADevs {
-				nets = append(nets, Net{Name: r, Plugin: "IB", BusID: d.Address.String(), Device: d})
+				nets = append(nets, Net{Name: r, Plugin: "IB", BusID: d.Address.String(), Device: d, speed: m.RDMARates[r]})
 			}
 		}
 		slices.SortStableFunc(nets, func(a, b Net) int { return cmp.Compare(a.Name, b.Name) })
@@ -293,7 +311,7 @@ func (m *Machine) XML(s Settings) (root *Node, nets []Net, notes []string) {
 		}
 	}
 	nets, plugin, ok := m.Nets(s)
-	if plugin == "IB" && ok {
+	if plugin == "IB" && ok && slices.ContainsFunc(nets, func(n Net) bool { return n.speed == 0 }) {
 		notes = append(notes, "InfiniBand link rates are not read: NCCL's 10 Gb/s default is used for network bandwidths (NCCL reads the port's rate), which only matters where NCCL weighs the network against P2P and SHM inside the node")
 	}
 	if !ok {
@@ -326,6 +344,8 @@ func (m *Machine) XML(s Settings) (root *Node, nets []Net, notes []string) {
 			x.SetInt("port", 0)
 			x.Set("guid", "0x"+strconv.FormatUint(uint64(n.Dev), 16))
 			x.SetInt("maxconn", 65536)
+		} else if n.speed > 0 {
+			x.SetInt("speed", n.speed)
 		}
 		switch n.GDR {
 		case "yes":

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -313,9 +314,14 @@ func TestH200TwoGPU(t *testing.T) {
 // TestFixtures writes the predictions for synthetic machines as goldens. Their
 // review against NCCL's rules is in the comments of each case.
 func TestFixtures(t *testing.T) {
+	ndr := map[string]int{}
+	for i := range 8 {
+		ndr["mlx5_"+strconv.Itoa(i)] = 400000
+	}
 	for _, tt := range []struct {
 		machine string
 		assume  map[string]string
+		rates   map[string]int
 		check   func(t *testing.T, r *Report)
 	}{
 		// HGX H100 without NVML facts (a sysfs tree): gpu0 and gpu1 sit below two
@@ -325,7 +331,7 @@ func TestFixtures(t *testing.T) {
 		// shares a level-1 switch with its ConnectX-7 (PIX), nvidia_peermem is
 		// loaded: GPUDirect RDMA both ways; nic4 is behind the other socket (SYS):
 		// none.
-		{"dgx-h100", nil, func(t *testing.T, r *Report) {
+		{"dgx-h100", nil, nil, func(t *testing.T, r *Report) {
 			want := map[[2]int]string{{0, 1}: "P2P/CUMEM", {0, 2}: "SHM/direct/direct", {0, 4}: "SHM/direct/direct"}
 			for _, p := range r.GPUPairs {
 				if w, ok := want[[2]int{p.From, p.To}]; ok && p.Via != w {
@@ -340,7 +346,7 @@ func TestFixtures(t *testing.T) {
 			}
 		}},
 		// NCCL_NET_GDR_LEVEL=PHB lets GPUDirect RDMA through the CPU of a socket.
-		{"dgx-h100", map[string]string{"NCCL_NET_GDR_LEVEL": "PHB"}, func(t *testing.T, r *Report) {
+		{"dgx-h100", map[string]string{"NCCL_NET_GDR_LEVEL": "PHB"}, nil, func(t *testing.T, r *Report) {
 			for _, g := range r.GPUNets {
 				if g.GPU == 0 && g.Net == 2 && g.Recv != "yes" {
 					t.Errorf("GPU0-NET/2 GDR recv %s with NCCL_NET_GDR_LEVEL=PHB; want yes (%s)", g.Recv, g.Why)
@@ -349,9 +355,24 @@ func TestFixtures(t *testing.T) {
 		}},
 		// AMD EPYC with more than two GPUs: the default P2P level stays PXB
 		// (ncclTopoCheckP2p, 2.23 and later).
-		{"amd-epyc", nil, nil},
+		{"amd-epyc", nil, nil, nil},
+		// With the NICs' NDR rate known (400 Gb/s, 50 GB/s), GPUs on different
+		// sockets (SYS, 22 GB/s between Sapphire Rapids sockets) reach their own
+		// NICs (PIX, 48 GB/s) faster than each other: ncclTopoCheckNet sends their
+		// traffic over the network, not SHM. Same socket (PHB, 48 GB/s) stays SHM.
+		{"dgx-h100", nil, ndr, func(t *testing.T, r *Report) {
+			want := map[[2]int]string{{0, 2}: "SHM/direct/direct", {0, 4}: "NET/IB"}
+			for _, p := range r.GPUPairs {
+				if w, ok := want[[2]int{p.From, p.To}]; ok && p.Via != w {
+					t.Errorf("GPU%d->GPU%d via %s; want %s (%s)", p.From, p.To, p.Via, w, p.Why)
+				}
+			}
+		}},
 	} {
 		name := tt.machine
+		if tt.rates != nil {
+			name += "-ndr"
+		}
 		for k, v := range tt.assume {
 			name += "-" + strings.ToLower(strings.TrimPrefix(k, "NCCL_")) + "-" + strings.ToLower(v)
 		}
@@ -373,7 +394,9 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, topo := FromNode(n, nil).Input(ResolveSettings(tt.assume, nil, nil), DefaultVersion, "test")
+			nm := FromNode(n, nil)
+			nm.RDMARates = tt.rates
+			in, topo := nm.Input(ResolveSettings(tt.assume, nil, nil), DefaultVersion, "test")
 			r, err := Predict(in)
 			if err != nil {
 				t.Fatal(err)

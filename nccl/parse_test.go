@@ -117,6 +117,15 @@ func TestStrtoll(t *testing.T) {
 	}
 }
 
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]int{"400 Gb/sec (4X NDR)\n": 400000, "56 Gb/sec (4X FDR)": 56000, "2.5 Gb/sec (1X SDR)": 2500,
+		"": 0, "fast": 0, "400 Mb/sec": 0, "-1 Gb/sec": 0, "1e9 Gb/sec": 0} {
+		if got := ParseRate(in); got != want {
+			t.Errorf("ParseRate(%q) = %d; want %d", in, got, want)
+		}
+	}
+}
+
 func TestParseVersion(t *testing.T) {
 	for _, tt := range []struct {
 		in   string

@@ -130,6 +130,9 @@ func (no *ncclOptions) run() error {
 		ver, verSrc = nccl.DefaultVersion, "default (no libnccl.so found; --nccl-version to choose)"
 	}
 	m := nccl.FromNode(n, ifaces)
+	if live {
+		m.RDMARates = rdmaRates(o.root)
+	}
 	in, topo := m.Input(set, ver, verSrc)
 	in.Notes = append(in.Notes, others...)
 	if no.topoXML != "" {
@@ -235,6 +238,20 @@ func findLibVersion(root, lib string) (v nccl.Version, src string, others []stri
 		}
 	}
 	return v, src, others
+}
+
+// rdmaRates reads the rate of each RDMA device's first port under root.
+func rdmaRates(root string) map[string]int {
+	rates := map[string]int{}
+	devs, _ := filepath.Glob(filepath.Join(root, "sys/class/infiniband/*/ports/1/rate"))
+	for _, f := range devs {
+		if b, err := readBounded(f, 128); err == nil {
+			if r := nccl.ParseRate(string(b)); r > 0 {
+				rates[filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(f))))] = r
+			}
+		}
+	}
+	return rates
 }
 
 // liveInterfaces lists this machine's network interfaces that are up with an
