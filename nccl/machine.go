@@ -424,7 +424,8 @@ func linkAttrs(d *pcie.Device) (speed, width string) {
 	devStr, devF := gts(d.Link().Max)
 	w := d.Link().Max.Width
 	portStr, portF, portW := "", math.MaxFloat32, 0
-	if up := sysfsParent(d); up != nil {
+	// The sysfs parent ("../") is the bridge above d, or above its PF for a VF.
+	if up := d.Upstream(); up != nil {
 		portStr, portF = gts(up.Link().Max)
 		portW = up.Link().Max.Width
 	}
@@ -434,10 +435,6 @@ func linkAttrs(d *pcie.Device) (speed, width string) {
 	}
 	return speed, strconv.Itoa(min(w, portW))
 }
-
-// sysfsParent is the device whose directory holds d's in sysfs ("../"): the bridge
-// above it, or for a VF the bridge above its PF; nil on a root bus.
-func sysfsParent(d *pcie.Device) *pcie.Device { return d.Upstream() }
 
 // insertByBusID keeps PCI children ordered by bus ID as ncclTopoGetXmlFromSys does.
 func insertByBusID(parent, n *Node) {
@@ -502,7 +499,8 @@ func (m *Machine) Input(s Settings, v Version, versionSource string) (in Input, 
 		}
 		if _, ok := n.Get("sm"); !ok {
 			n.SetInt("sm", 0)
-			notes = append(notes, "compute capability unknown for GPU dev "+firstOr(n.Get("dev"))+" (NCCL asks CUDA); only P2P read mode and GPUDirect RDMA reads before Ampere depend on it")
+			dev, _ := n.Get("dev")
+			notes = append(notes, "compute capability unknown for GPU dev "+dev+" (NCCL asks CUDA); only P2P read mode and GPUDirect RDMA reads before Ampere depend on it")
 		}
 	})
 	_, plugin, _ := m.Nets(s)
@@ -519,8 +517,6 @@ func (m *Machine) Input(s Settings, v Version, versionSource string) (in Input, 
 	}
 	return in, topo
 }
-
-func firstOr(s string, _ bool) string { return s }
 
 func cloneNode(n *Node) *Node {
 	c := &Node{Name: n.Name, Attrs: slices.Clone(n.Attrs)}

@@ -153,10 +153,8 @@ func Predict(in Input) (*Report, error) {
 	if r.Assumptions == nil {
 		r.Assumptions = []string{}
 	}
-	for _, x := range []*[]GPUPair{&r.GPUPairs} {
-		if *x == nil {
-			*x = []GPUPair{}
-		}
+	if r.GPUPairs == nil {
+		r.GPUPairs = []GPUPair{}
 	}
 	if r.GPUNets == nil {
 		r.GPUNets = []GPUNet{}
