@@ -376,3 +376,41 @@ func FuzzStrtoll(f *testing.F) {
 		_, _ = ParseLevel(s)
 	})
 }
+
+// TestSocketInterfaces follows ncclFindInterfaces (src/misc/socket.cc): ib* first,
+// then anything but docker*, lo*, virbr*, then those; NCCL_SOCKET_IFNAME with '^'
+// to exclude and '=' for exact names.
+func TestSocketInterfaces(t *testing.T) {
+	all := []Interface{{Name: "lo"}, {Name: "docker0"}, {Name: "eth0"}, {Name: "ens1f0"}, {Name: "ib0"}, {Name: "virbr0"}}
+	names := func(ifs []Interface) []string {
+		var out []string
+		for _, i := range ifs {
+			out = append(out, i.Name)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		ifs    []Interface
+		ifname string
+		want   []string
+	}{
+		{all, "", []string{"ib0"}},
+		{all[:4], "", []string{"eth0", "ens1f0"}},
+		{all[:2], "", []string{"docker0"}},
+		{all[:1], "", []string{"lo"}},
+		{all, "eth", []string{"eth0"}},
+		{all, "^eth,lo", []string{"docker0", "ens1f0", "ib0", "virbr0"}},
+		{all, "=ens1", nil},
+		{all, "=ens1f0", []string{"ens1f0"}},
+		// A single character is ignored (strlen(env) > 1).
+		{all, "e", []string{"ib0"}},
+	} {
+		s := Settings{}
+		if tt.ifname != "" {
+			s = s.With("NCCL_SOCKET_IFNAME", tt.ifname, SourceEnvironment)
+		}
+		if diff := cmp.Diff(tt.want, names(socketInterfaces(tt.ifs, s))); diff != "" {
+			t.Errorf("%q: (-want +got):\n%s", tt.ifname, diff)
+		}
+	}
+}
