@@ -206,11 +206,14 @@ func Judge(f Facts) Verdict {
 	notLoaded := (f.Module != nil && !loaded) || (f.Module == nil && f.DevicesRead && f.Major == nil)
 	switch {
 	case notLoaded:
-		what := "the gdrdrv kernel module is not loaded"
-		if f.Node != nil {
-			what += " (a stale /dev/gdrdrv exists)"
+		what := "the gdrdrv kernel module is not loaded (not in /proc/modules)"
+		if f.Module == nil {
+			what = "the gdrdrv kernel module is not loaded (no gdrdrv in /proc/devices)"
 		}
 		add(Blocking, what, loadFixes(f)...)
+		if f.Node != nil {
+			add(Blocking, "a stale /dev/gdrdrv exists: no loaded driver answers for its major", FixLoad)
+		}
 	case f.Module != nil && *f.Module && f.DevicesRead && f.Major == nil:
 		add(Blocking, "gdrdrv is loaded but registered no character device in /proc/devices", FixNoMajor)
 	}
@@ -225,7 +228,7 @@ func Judge(f Facts) Verdict {
 		}
 		add(Blocking, what, MknodFix(f.Major), FixContainer)
 	case n == nil:
-		// Loading through the packaged service makes the node: nothing more to say.
+		add(Blocking, "/dev/gdrdrv does not exist", FixLoad)
 	case n.Mode&fs.ModeCharDevice == 0:
 		add(Blocking, fmt.Sprintf("/dev/gdrdrv is not a character device (mode %s)", n.Mode), recreate)
 	case n.NumberKnown && f.Major != nil && n.Major != *f.Major:
