@@ -61,7 +61,9 @@ func TestGdrdrvRules(t *testing.T) {
 	}{
 		{"ready", func(p *sysfs.Platform) {}, verdict{check.Pass, nil, "gdrdrv ready (2.5, opensource)", ""}},
 		// A missing gdrdrv blocks GDRCopy only; the fix names each packaging's service.
-		{"not loaded", func(p *sysfs.Platform) { p.Modules, p.CharDevices, p.GDRDrvNode, p.GDRDrvParams = p.Modules[:1], p.CharDevices[:1], nil, nil },
+		{"not loaded", func(p *sysfs.Platform) {
+			p.Modules, p.CharDevices, p.GDRDrvNode, p.GDRDrvParams = p.Modules[:1], p.CharDevices[:1], nil, nil
+		},
 			verdict{check.Fail, gdrcopy, "gdrdrv kernel module is not loaded", "sudo systemctl start gdrdrv (Debian/Ubuntu gdrdrv-dkms), sudo systemctl start gdrcopy (RHEL RPM)"}},
 		{"no node", func(p *sysfs.Platform) { p.GDRDrvNode = nil },
 			verdict{check.Fail, gdrcopy, "/dev/gdrdrv does not exist", "mknod -m 666 /dev/gdrdrv c 235 0"}},
