@@ -184,7 +184,7 @@ func ParseLimitsConf(name string, b []byte) *ConfiguredLimit {
 			continue
 		}
 		v, ok := parseLimitsValue(fields[3])
-		if !ok {
+		if !ok || !slices.Contains([]string{"soft", "hard", "-"}, fields[1]) {
 			continue
 		}
 		if l == nil {
@@ -197,8 +197,6 @@ func ParseLimitsConf(name string, b []byte) *ConfiguredLimit {
 			l.Hard = v
 		case "-":
 			l.Soft, l.Hard = v, v
-		default:
-			continue
 		}
 		l.Source = fmt.Sprintf("%s:%d", name, n)
 	}
