@@ -436,13 +436,13 @@ func (f *Facts) ncclEffective() map[string]ncclValue {
 // checkNCCLEnv finds NCCL settings that switch off or narrow P2P or GPUDirect
 // RDMA, each read the way NCCL reads it (see ncclRules), in the environment of
 // the judged process (--pid, else p2pcheck's own) and the configuration files
-// in NCCL's precedence (ncclEffective). Under sudo or as root, p2pcheck's own
-// environment is not a job's: the files are judged and the result says the
-// environment was not.
+// in NCCL's precedence (ncclEffective). Under sudo, p2pcheck's own environment
+// is not the caller's (env_reset drops NCCL_*): the files are judged and the
+// result warns that the environment was not.
 func checkNCCLEnv(f *Facts) Result {
 	r := Result{Refs: []string{checkDoc("nccl_env"), urlNCCLEnv, "NVIDIA/nccl src/misc/param.cc initEnv", "NVIDIA/nccl src/graph/paths.cc ncclGetLevel"}}
 	pr := f.Process
-	envJudged := f.NCCLEnv != nil && !(pr != nil && pr.Self && (pr.SudoUser != "" || pr.EUID == 0))
+	envJudged := f.NCCLEnv != nil && !(pr != nil && pr.Self && pr.SudoUser != "")
 	if !envJudged && f.NCCLConf == nil && f.NCCLUserConf == nil {
 		r.Status = Skip
 		r.Summary = "no environment to read (snapshot or another root) and no /etc/nccl.conf"
@@ -540,10 +540,8 @@ func envCaveat(p *Process) string {
 	switch {
 	case p.EnvErr != "":
 		return "the environment of process " + procName(p) + " could not be read (" + p.EnvErr + ")"
-	case p.SudoUser != "":
-		return "p2pcheck runs under sudo for " + p.SudoUser + ", whose env_reset drops the caller's NCCL_* variables: a job's environment was not judged"
 	}
-	return "p2pcheck runs as root, whose environment is not a job's: a job's environment was not judged"
+	return "p2pcheck runs under sudo for " + p.SudoUser + ", whose env_reset drops the caller's NCCL_* variables: a job's environment was not judged"
 }
 
 // ParseNCCLConf parses an NCCL configuration file (/etc/nccl.conf, ~/.nccl.conf,
