@@ -97,6 +97,10 @@ func checkIOMMU(f *Facts) Result {
 	if p.IOMMUUnits != nil {
 		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/class/iommu", Value: strings.Join(p.IOMMUUnits, " ")})
 	}
+	if slices.Contains(opts, "amd_iommu=on") {
+		r.Findings = append(r.Findings, Finding{Subject: "amd_iommu=on", Status: Warn,
+			Message: "the kernel knows no amd_iommu=on (kernel-parameters.txt lists off, force_enable, force_isolation, pgtbl_v1, pgtbl_v2, irtcachedis, fullflush): it is ignored; AMD-Vi is on by default"})
+	}
 	if len(p.IOMMUGroups) == 0 {
 		r.Status = Pass
 		r.Observed = "off"
@@ -170,11 +174,12 @@ func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
 	dmabuf := f.dmabuf()
 	var blocks []Capability
 	unknown := false
-	affected := 0
+	affected, onPath := 0, 0
 	for _, pr := range f.pairs() {
 		if !translated[pr.a.Address] && !translated[pr.b.Address] {
 			continue
 		}
+		onPath++
 		subj := pr.a.Address.String() + "<->" + pr.b.Address.String()
 		gpuA, gpuB := pr.a.IsGPU(), pr.b.IsGPU()
 		switch {
@@ -208,7 +213,7 @@ func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
 	}
 	n := len(translated)
 	switch {
-	case len(r.Findings) == 0:
+	case onPath == 0:
 		r.Status = Pass
 		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s), but no GPU, NIC or NVMe peer pair is among them", n)
 		return
@@ -229,7 +234,7 @@ func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
 		return
 	}
 	for _, fd := range r.Findings {
-		if fd.Status != Pass {
+		if fd.Status == Fail || fd.Status == Unknown {
 			r.Subjects = append(r.Subjects, fd.Subject)
 		}
 	}

@@ -290,3 +290,56 @@ func TestNVMLRulesBlock(t *testing.T) {
 		})
 	}
 }
+
+// wrongAdvice are texts issue #17 found wrong against their primary sources; no
+// report on any machine may print them again.
+var wrongAdvice = []string{
+	"systemctl start gdrcopy (packaged service)",
+	"must be built for the open flavour",
+	"must be built for the proprietary flavour; GPUDirect",
+	"GDRCOPY_ENABLED",
+	"NCCL 2.19+",
+	"(with amd_iommu=on",
+	"Linux 5.11+,",
+	"older than 5.11",
+	"most distribution kernels",
+	"field-checks.md",
+}
+
+// platformChecks are the checks of platform.go, gpu.go and process.go.
+var platformChecks = []string{"virtualization", "confidential_computing", "iommu_mode", "nvidia_driver", "nvml_p2p_status",
+	"kernel_p2pdma", "gpudirect_rdma", "gdrdrv", "memlock_limit", "nccl_env", "p2p_data_integrity"}
+
+// TestNoWrongAdvice renders the platform checks of every machine and looks for
+// the wrong texts.
+func TestNoWrongAdvice(t *testing.T) {
+	for _, name := range machines() {
+		t.Run(name, func(t *testing.T) {
+			for _, r := range report(t, name).Checks {
+				if !slices.Contains(platformChecks, r.ID) {
+					continue
+				}
+				b := string(marshal(t, r))
+				for _, w := range wrongAdvice {
+					if strings.Contains(b, w) {
+						t.Errorf("%s contains %q", r.ID, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAMDIOMMUOn: amd-epyc boots with amd_iommu=on, a value the kernel does not
+// know; the finding says so.
+func TestAMDIOMMUOn(t *testing.T) {
+	r := run1(t, check.NewFacts(loadMachine(t, "amd-epyc"), check.Inputs{}), "iommu_mode")
+	if !slices.ContainsFunc(r.Findings, func(f check.Finding) bool {
+		return f.Subject == "amd_iommu=on" && f.Status == check.Warn && strings.Contains(f.Message, "it is ignored")
+	}) {
+		t.Errorf("findings %+v lack the amd_iommu=on warning", r.Findings)
+	}
+	if slices.Contains(r.Subjects, "amd_iommu=on") {
+		t.Errorf("subjects %v name the parameter, not only peer paths", r.Subjects)
+	}
+}
