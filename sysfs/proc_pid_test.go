@@ -2,8 +2,6 @@ package sysfs
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,22 +14,13 @@ const limitsFile = "Limit                     Soft Limit           Hard Limit   
 
 func TestProcess(t *testing.T) {
 	root := t.TempDir()
-	files := map[string]string{
-		"proc/777/status":  "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000004000\n",
-		"proc/777/comm":    "python\n",
-		"proc/777/limits":  limitsFile,
-		"proc/777/environ": "HOME=/home/alice\x00NCCL_P2P_LEVEL=PIX\x00NCCL_P2P_LEVEL=SYS\x00junk\x00\x00",
-		"proc/888/status":  "Uid:\t0\t0\t0\t0\n",
-	}
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, root, []entry{
+		file("proc/777/status", "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000004000\n"),
+		file("proc/777/comm", "python\n"),
+		file("proc/777/limits", limitsFile),
+		file("proc/777/environ", "HOME=/home/alice\x00NCCL_P2P_LEVEL=PIX\x00NCCL_P2P_LEVEL=SYS\x00junk\x00\x00"),
+		file("proc/888/status", "Uid:\t0\t0\t0\t0\n"),
+	})
 	fsys, err := NewFS(root)
 	if err != nil {
 		t.Fatal(err)
