@@ -177,6 +177,20 @@ func TestIOMMURules(t *testing.T) {
 			n.Platform.NVIDIA = &sysfs.NVIDIADriver{Version: "570.133.20", Major: 570}
 			n.GPU = nvlinkFacts(gpusOf(n), true)
 		}, verdict{check.Fail, gdr, "need passthrough", "add iommu=pt to the kernel command line (keep intel_iommu=on"}},
+		// As NVML reports the H200 pair of testdata/h200-2gpu-vm/nvml.json: NVLink P2P status OK.
+		{"NVLink P2P status, no NIC", "dgx-h100", func(n *node.Node) {
+			withIOMMU(n, sysfs.IOMMUDMA)
+			f := nvlinkFacts(gpusOf(n), false)
+			ok := gpu.P2POK
+			for i := range f.Pairs {
+				f.Pairs[i].P2P.NVLink = &ok
+			}
+			for i := range f.GPUs {
+				f.GPUs[i].NVLink = nil
+			}
+			n.GPU = f
+			n.Topology.Devices = slices.DeleteFunc(slices.Clone(n.Topology.Devices), (*pcie.Device).IsNIC)
+		}, verdict{check.Pass, nil, "no peer path needs passthrough", ""}},
 		{"HGX NVLink pairs, no NIC", "dgx-h100", func(n *node.Node) {
 			withIOMMU(n, sysfs.IOMMUDMA)
 			n.GPU = nvlinkFacts(gpusOf(n), true)
