@@ -177,12 +177,10 @@ func NewFacts(n *node.Node, in Inputs) *Facts {
 	return f
 }
 
-// Arm64 reports whether the analysed machine is arm64: its /proc/cpuinfo has no
-// x86 vendor_id and lists the arm64 "asimd" feature (arch/arm64/kernel/cpuinfo.c
-// hwcap_str). Grace Hopper and Grace Blackwell nodes are.
+// Arm64 reports whether the analysed machine is arm64 ([sysfs.CPUInfo.Arm64]).
 func (f *Facts) Arm64() bool {
 	c := f.Node.Platform.CPU
-	return c != nil && c.VendorID == "" && c.HasFlag("asimd")
+	return c != nil && c.Arm64()
 }
 
 // Hypervisor reports whether the analysed kernel runs in a virtual machine.

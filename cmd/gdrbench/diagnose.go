@@ -79,7 +79,7 @@ func diagnose(fsys sysfs.FS, openErr error, uid int) readiness {
 		g.Driver = &gdrready.Driver{Version: drv.Version, Major: drv.Major, Open: drv.Open}
 	}
 	if c, err := fsys.CPUInfo(); err == nil {
-		g.Arm64 = c.VendorID == "" && c.HasFlag("asimd")
+		g.Arm64 = c.Arm64()
 		g.IntelTDXGuest = c.HasFlag("tdx_guest")
 	}
 	if uid == 0 {
