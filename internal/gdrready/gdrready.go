@@ -142,7 +142,7 @@ const (
 	// FixOperator is the GPU Operator's switch for its GDRCopy driver container.
 	FixOperator = "with the NVIDIA GPU Operator: set the Helm value gdrcopy.enabled=true"
 	// FixContainer passes the host's node into a container.
-	FixContainer = "in a container: pass the host's node in (docker run --device=/dev/gdrdrv; " +
+	FixContainer = "in a container: pass the host node in (docker run --device=/dev/gdrdrv; " +
 		"GPU Operator: Helm value gdrcopy.enabled=true)"
 	// FixDMABuf is GDRCopy 2.6's way without gdrdrv (NVIDIA/gdrcopy README "DMA-BUF
 	// mmap backend", src/gdrapi.c gdr_open): gdr_open falls back to it by itself.
@@ -150,7 +150,7 @@ const (
 		"is absent (GDRCOPY_USE_DMABUF_MMAP=1 forces it); it needs CUDA driver 13.3+ and a GPU that exports " +
 		"DMA-BUF, which takes the open NVIDIA kernel modules"
 	// FixNoDMABuf says why the DMA-BUF backend is out of reach with the proprietary modules.
-	FixNoDMABuf = "GDRCopy 2.6's DMA-BUF backend is no way round here: the proprietary NVIDIA kernel modules " +
+	FixNoDMABuf = "the DMA-BUF backend of GDRCopy 2.6 is no way round here: the proprietary NVIDIA kernel modules " +
 		"do not export DMA-BUF (it takes the open modules and CUDA driver 13.3+)"
 	// FixNoMajor is for a module that registered no character device.
 	FixNoMajor = "check dmesg for gdrdrv_init errors, then unload and load gdrdrv again"
@@ -158,12 +158,12 @@ const (
 	FixPermission = "sudo chmod 666 /dev/gdrdrv (insmod.sh and the Debian gdrdrv service make it 0666; the SUSE " +
 		"modprobe rule makes it 0660 group video: add the users to group video instead)"
 	// FixStale is for a node whose major no loaded driver answers for.
-	FixStale = "no loaded driver answers for /dev/gdrdrv's major: load gdrdrv (" + FixLoadShort +
+	FixStale = "no loaded driver answers for the major of /dev/gdrdrv: load gdrdrv (" + FixLoadShort +
 		") and make the node again with the major from grep gdrdrv /proc/devices"
 	// FixLoadShort names the ways to load gdrdrv in a few words.
 	FixLoadShort = "systemctl start gdrdrv on Debian/Ubuntu, gdrcopy on RHEL, modprobe gdrdrv on SUSE, or insmod.sh"
 	// FixNotGDRDrv is for a node that does not answer GET_VERSION.
-	FixNotGDRDrv = "the node does not answer gdrdrv's GET_VERSION: it may be stale with its major reused by another " +
+	FixNotGDRDrv = "the node does not answer the GET_VERSION of gdrdrv: it may be stale with its major reused by another " +
 		"driver (compare ls -l /dev/gdrdrv with grep gdrdrv /proc/devices), or the module predates GDRCopy 2.0"
 )
 
@@ -271,21 +271,21 @@ func flavourRule(f Facts, flavour string, add func(Severity, string, ...string))
 	if d == nil || flavour == "" {
 		return
 	}
-	const rebuild = "rebuild gdrdrv against the loaded driver's source (the gdrdrv-dkms and gdrcopy-kmod packages " +
+	const rebuild = "rebuild gdrdrv against the source of the loaded driver (the gdrdrv-dkms and gdrcopy-kmod packages " +
 		"build against /usr/src/nvidia-<version>) and load it again"
 	switch open := strings.EqualFold(flavour, "opensource"); {
 	case open && !d.Open:
 		add(Degraded, "gdrdrv was built for the open NVIDIA driver but the proprietary one is loaded: "+
-			"GDRCopy's README says such a gdrdrv cannot load with it (was the driver changed after gdrdrv loaded?)", rebuild)
+			"the GDRCopy README says such a gdrdrv cannot load with it (was the driver changed after gdrdrv loaded?)", rebuild)
 	case !open && d.Open && f.IntelTDXGuest:
 		add(Blocking, "gdrdrv was built for the proprietary NVIDIA driver and this is an Intel TDX guest: "+
-			"GDRCopy's README says that gdrdrv does not work on Intel CPUs with confidential computing on", rebuild)
+			"the GDRCopy README says that gdrdrv does not work on Intel CPUs with confidential computing on", rebuild)
 	case !open && d.Open && f.Arm64:
 		add(Degraded, "gdrdrv was built for the proprietary NVIDIA driver and runs with the open one: "+
-			"it works, but GDRCopy's README says it is slower on coherent platforms such as Grace Hopper", rebuild)
+			"it works, but the GDRCopy README says it is slower on coherent platforms such as Grace Hopper", rebuild)
 	case !open && d.Open:
 		add(Info, "gdrdrv was built for the proprietary NVIDIA driver and runs with the open one: "+
-			"GDRCopy's README says it works with either (slower only on coherent platforms, "+
+			"the GDRCopy README says it works with either (slower only on coherent platforms, "+
 			"broken only on Intel CPUs with confidential computing on)")
 	}
 }

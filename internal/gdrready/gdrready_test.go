@@ -76,16 +76,16 @@ func TestJudge(t *testing.T) {
 			summary{Known: true, Ready: true, Problems: []string{"info: no /proc/driver/gdrdrv/params: gdrdrv older than GDRCopy 2.5, version and flavour unknown"}}},
 		{"proprietary gdrdrv, open driver", func(f *Facts) { f.Params[ParamFlavour] = "proprietary" },
 			summary{Known: true, Ready: true, Problems: []string{"info: gdrdrv was built for the proprietary NVIDIA driver and runs with the open one: " +
-				"GDRCopy's README says it works with either (slower only on coherent platforms, broken only on Intel CPUs with confidential computing on)"}}},
+				"the GDRCopy README says it works with either (slower only on coherent platforms, broken only on Intel CPUs with confidential computing on)"}}},
 		{"proprietary gdrdrv on Grace", func(f *Facts) { f.Params[ParamFlavour], f.Arm64 = "proprietary", true },
 			summary{Known: true, Ready: true, Problems: []string{"degraded: gdrdrv was built for the proprietary NVIDIA driver and runs with the open one: " +
-				"it works, but GDRCopy's README says it is slower on coherent platforms such as Grace Hopper"}, Fix: "rebuild gdrdrv against the loaded driver's source (the gdrdrv-dkms and gdrcopy-kmod packages build against /usr/src/nvidia-<version>) and load it again"}},
+				"it works, but the GDRCopy README says it is slower on coherent platforms such as Grace Hopper"}, Fix: "rebuild gdrdrv against the source of the loaded driver (the gdrdrv-dkms and gdrcopy-kmod packages build against /usr/src/nvidia-<version>) and load it again"}},
 		{"proprietary gdrdrv in a TDX guest", func(f *Facts) { f.Params[ParamFlavour], f.IntelTDXGuest = "proprietary", true },
 			summary{Known: true, Problems: []string{"blocking: gdrdrv was built for the proprietary NVIDIA driver and this is an Intel TDX guest: " +
-				"GDRCopy's README says that gdrdrv does not work on Intel CPUs with confidential computing on"}, Fix: "rebuild gdrdrv against the loaded driver's source (the gdrdrv-dkms and gdrcopy-kmod packages build against /usr/src/nvidia-<version>) and load it again"}},
+				"the GDRCopy README says that gdrdrv does not work on Intel CPUs with confidential computing on"}, Fix: "rebuild gdrdrv against the source of the loaded driver (the gdrdrv-dkms and gdrcopy-kmod packages build against /usr/src/nvidia-<version>) and load it again"}},
 		{"open gdrdrv, proprietary driver", func(f *Facts) { f.Driver.Open = false },
 			summary{Known: true, Ready: true, Problems: []string{"degraded: gdrdrv was built for the open NVIDIA driver but the proprietary one is loaded: " +
-				"GDRCopy's README says such a gdrdrv cannot load with it (was the driver changed after gdrdrv loaded?)"}, Fix: "rebuild gdrdrv against the loaded driver's source (the gdrdrv-dkms and gdrcopy-kmod packages build against /usr/src/nvidia-<version>) and load it again"}},
+				"the GDRCopy README says such a gdrdrv cannot load with it (was the driver changed after gdrdrv loaded?)"}, Fix: "rebuild gdrdrv against the source of the loaded driver (the gdrdrv-dkms and gdrcopy-kmod packages build against /usr/src/nvidia-<version>) and load it again"}},
 		{"open failed anyway", func(f *Facts) { f.OpenErr = "open /dev/gdrdrv: no such device" },
 			summary{Known: true, Problems: []string{"blocking: opening /dev/gdrdrv failed: open /dev/gdrdrv: no such device"},
 				Fix: "check that /dev/gdrdrv belongs to gdrdrv and that gdrdrv was built for the loaded NVIDIA driver (dmesg)"}},
