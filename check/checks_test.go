@@ -2,7 +2,6 @@ package check_test
 
 import (
 	"io/fs"
-	"slices"
 	"strings"
 	"testing"
 
@@ -57,118 +56,6 @@ func charDev(major uint32, perm fs.FileMode) *sysfs.DevNode {
 	return &sysfs.DevNode{Mode: fs.ModeDevice | fs.ModeCharDevice | perm, Major: major, NumberKnown: true}
 }
 
-func TestGdrdrv(t *testing.T) {
-	loaded := []sysfs.Module{{Name: "nvidia"}, {Name: "gdrdrv"}}
-	devs := []sysfs.CharDevice{{Major: 195, Name: "nvidia"}, {Major: 235, Name: "gdrdrv"}}
-	open := map[string]string{"Version": "2.5", "Built for NVIDIA driver flavor": "opensource"}
-	for _, tt := range []struct {
-		name   string
-		change func(p *sysfs.Platform)
-		want   outcome
-	}{
-		{"ready", func(p *sysfs.Platform) {}, outcome{check.Pass, "gdrdrv ready (2.5, opensource)", ""}},
-		{"not loaded", func(p *sysfs.Platform) {
-			p.Modules, p.CharDevices, p.GDRDrvNode = p.Modules[:1], p.CharDevices[:1], nil
-		},
-			outcome{check.Fail, "gdrdrv is not loaded", "systemctl start gdrcopy"}},
-		{"no node", func(p *sysfs.Platform) { p.GDRDrvNode = nil },
-			outcome{check.Fail, "/dev/gdrdrv is missing", "mknod -m 666 /dev/gdrdrv c 235 0"}},
-		{"stale major", func(p *sysfs.Platform) { p.GDRDrvNode = charDev(240, 0o666) },
-			outcome{check.Fail, "stale major", "mknod -m 666 /dev/gdrdrv c 235 0"}},
-		{"regular file", func(p *sysfs.Platform) { p.GDRDrvNode = &sysfs.DevNode{Mode: 0o666} },
-			outcome{check.Fail, "not a character device", "mknod"}},
-		{"root only", func(p *sysfs.Platform) { p.GDRDrvNode = charDev(235, 0o600) },
-			outcome{check.Warn, "mode 0600", "chmod 666 /dev/gdrdrv"}},
-		{"flavour mismatch", func(p *sysfs.Platform) {
-			p.GDRDrvParams = map[string]string{"Version": "2.5", "Built for NVIDIA driver flavor": "proprietary"}
-		},
-			outcome{check.Fail, "built for the proprietary NVIDIA driver but the opensource one", "rebuild gdrdrv"}},
-		{"no params", func(p *sysfs.Platform) { p.GDRDrvParams = nil }, outcome{check.Pass, "older than 2.5", ""}},
-		{"unreadable", func(p *sysfs.Platform) { p.Modules, p.CharDevices, p.GDRDrvNode = nil, nil, nil },
-			outcome{check.Skip, "unreadable", ""}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			n := loadMachine(t, "degraded-link")
-			n.Platform.Modules, n.Platform.CharDevices = loaded, devs
-			n.Platform.GDRDrvNode, n.Platform.GDRDrvParams = charDev(235, 0o666), open
-			tt.change(&n.Platform)
-			compare(t, tt.want, run1(t, check.NewFacts(n, check.Inputs{}), "gdrdrv"))
-		})
-	}
-	t.Run("no NVIDIA GPU", func(t *testing.T) {
-		compare(t, outcome{check.Skip, "no NVIDIA GPU", ""}, run1(t, check.NewFacts(loadMachine(t, "sriov-nic"), check.Inputs{}), "gdrdrv"))
-	})
-	for _, tt := range []struct {
-		name   string
-		access check.Access
-		perm   fs.FileMode
-		want   outcome
-	}{
-		{"user denied", check.Access{UID: 1000}, 0o660, outcome{check.Warn, "the running user (uid 1000) cannot open it", "chmod 666"}},
-		{"user allowed by group", check.Access{UID: 1000, ReadWrite: true}, 0o660, outcome{check.Warn, "only its owner or group", "chmod 666"}},
-		{"user allowed", check.Access{UID: 1000, ReadWrite: true}, 0o666, outcome{check.Pass, "gdrdrv ready", ""}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			n := loadMachine(t, "degraded-link")
-			n.Platform.Modules, n.Platform.CharDevices = loaded, devs
-			n.Platform.GDRDrvNode, n.Platform.GDRDrvParams = charDev(235, tt.perm), open
-			compare(t, tt.want, run1(t, check.NewFacts(n, check.Inputs{Source: check.Live, GDRDrvAccess: &tt.access}), "gdrdrv"))
-		})
-	}
-}
-
-func TestNCCLEnv(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		in   check.Inputs
-		want outcome
-	}{
-		{"snapshot", check.Inputs{}, outcome{check.Skip, "no environment", ""}},
-		{"clean", check.Inputs{NCCLEnv: map[string]string{"NCCL_DEBUG": "INFO"}}, outcome{check.Pass, "no NCCL setting disables", ""}},
-		{"p2p disabled", check.Inputs{NCCLEnv: map[string]string{"NCCL_P2P_DISABLE": "1"}}, outcome{check.Warn, "NCCL_P2P_DISABLE=1", "unset NCCL_P2P_DISABLE"}},
-		{"conf gdr level", check.Inputs{NCCLConf: check.ParseNCCLConf("/etc/nccl.conf", []byte("# site\nNCCL_NET_GDR_LEVEL=LOC\n"))},
-			outcome{check.Warn, "NCCL_NET_GDR_LEVEL=LOC", "remove NCCL_NET_GDR_LEVEL from /etc/nccl.conf"}},
-		{"env overrides conf", check.Inputs{NCCLEnv: map[string]string{"NCCL_DMABUF_ENABLE": "1"},
-			NCCLConf: check.ParseNCCLConf("/etc/nccl.conf", []byte("NCCL_DMABUF_ENABLE=0\n"))}, outcome{check.Pass, "no NCCL setting disables", ""}},
-		{"p2p level loc", check.Inputs{NCCLEnv: map[string]string{"NCCL_P2P_LEVEL": "loc"}}, outcome{check.Warn, "NCCL_P2P_LEVEL=loc", "unset NCCL_P2P_LEVEL"}},
-		{"p2p level sys", check.Inputs{NCCLEnv: map[string]string{"NCCL_P2P_LEVEL": "SYS"}}, outcome{check.Pass, "no NCCL setting disables", ""}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			compare(t, tt.want, run1(t, check.NewFacts(loadMachine(t, "degraded-link"), tt.in), "nccl_env"))
-		})
-	}
-}
-
-func TestParseNCCLConf(t *testing.T) {
-	got := check.ParseNCCLConf("/etc/nccl.conf", []byte("# comment\n\nNCCL_IB_HCA = mlx5_0\nnot a setting\nNCCL_SOCKET_IFNAME=eth0=x\n=1\n"))
-	want := &check.NCCLConf{Path: "/etc/nccl.conf", Vars: map[string]string{"NCCL_IB_HCA": "mlx5_0", "NCCL_SOCKET_IFNAME": "eth0=x"}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ParseNCCLConf (-want +got):\n%s", diff)
-	}
-}
-
-func TestMemlock(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		lim  *check.Rlimit
-		want outcome
-	}{
-		{"unknown", nil, outcome{check.Skip, "unknown for a snapshot", ""}},
-		{"no RDMA NIC", &check.Rlimit{Soft: 8 << 20}, outcome{check.Skip, "no RDMA NIC", ""}},
-		{"unlimited", &check.Rlimit{Soft: check.Unlimited, Hard: check.Unlimited}, outcome{check.Pass, "unlimited", ""}},
-		{"64 GiB", &check.Rlimit{Soft: 64 << 30, Hard: 64 << 30}, outcome{check.Pass, "64 GiB", ""}},
-		{"8 MiB", &check.Rlimit{Soft: 8 << 20, Hard: check.Unlimited}, outcome{check.Warn, "8 MiB is too low", "memlock unlimited"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			machine := "amd-epyc" // has a ConnectX NIC
-			if tt.name == "no RDMA NIC" {
-				machine = "degraded-link"
-			}
-			compare(t, tt.want, run1(t, check.NewFacts(loadMachine(t, machine), check.Inputs{Memlock: tt.lim}), "memlock_limit"))
-		})
-	}
-}
-
 // withGPUFacts gives the degraded-link machine's two GPUs NVML facts.
 func withGPUFacts(n *node.Node, change func(*gpu.Facts)) *node.Node {
 	a0, a1 := addr("0000:03:00.0"), addr("0000:04:00.0")
@@ -197,10 +84,10 @@ func TestNVMLChecks(t *testing.T) {
 		want   outcome
 	}{
 		{"cc off", "confidential_computing", func(*gpu.Facts) {}, outcome{check.Pass, "confidential computing is off", ""}},
-		{"cc on", "confidential_computing", func(f *gpu.Facts) { f.ConfCompute.Enabled = true }, outcome{check.Warn, "confidential computing is on", "CC mode off"}},
+		{"cc on", "confidential_computing", func(f *gpu.Facts) { f.ConfCompute.Enabled = true }, outcome{check.Fail, "confidential computing is on", "CC mode off"}},
 		{"cc unsupported", "confidential_computing", func(f *gpu.Facts) { f.ConfCompute = &gpu.ConfCompute{} }, outcome{check.Pass, "not supported", ""}},
 		{"p2p ok", "nvml_p2p_status", func(*gpu.Facts) {}, outcome{check.Pass, "allows P2P for all 2 ordered GPU pairs", ""}},
-		{"p2p cns", "nvml_p2p_status", func(f *gpu.Facts) { f.Pairs[1].P2P.Read = &cns }, outcome{check.Warn, "refuses P2P for 1 ordered pair", "acs_path"}},
+		{"p2p cns", "nvml_p2p_status", func(f *gpu.Facts) { f.Pairs[1].P2P.Read = &cns }, outcome{check.Fail, "refuses P2P for 1 ordered pair", "acs_path"}},
 		{"bar1 full", "bar_sizes", func(f *gpu.Facts) { u := uint64(127 << 30); f.GPUs[0].BAR1Used = &u }, outcome{check.Warn, "BAR1 problem on 1 of 2", ""}},
 		{"bar1 small", "bar_sizes", func(f *gpu.Facts) { fb := uint64(192 << 30); f.GPUs[1].MemoryTotal = &fb }, outcome{check.Warn, "BAR1 problem on 1 of 2", ""}},
 		{"bar1 ok", "bar_sizes", func(*gpu.Facts) {}, outcome{check.Pass, "BAR1 of 2 GPU(s) assigned", ""}},
@@ -316,68 +203,6 @@ func addr(s string) pcie.Address {
 		panic(err)
 	}
 	return a
-}
-
-func TestIOMMU(t *testing.T) {
-	setTypes := func(typ sysfs.IOMMUDomainType) func(*sysfs.Platform) {
-		return func(p *sysfs.Platform) {
-			groups := make([]sysfs.IOMMUGroup, len(p.IOMMUGroups))
-			for i, g := range p.IOMMUGroups {
-				groups[i] = sysfs.IOMMUGroup{ID: g.ID, Type: typ}
-			}
-			p.IOMMUGroups = groups
-		}
-	}
-	for _, tt := range []struct {
-		name   string
-		change func(*sysfs.Platform)
-		want   outcome
-	}{
-		{"translated", func(*sysfs.Platform) {}, outcome{check.Fail, "IOMMU translates DMA for 5 device(s)", "iommu=pt"}},
-		{"identity", setTypes(sysfs.IOMMUIdentity), outcome{check.Pass, "passthrough (identity domains)", ""}},
-		{"types unknown, iommu=pt", func(p *sysfs.Platform) {
-			setTypes(sysfs.IOMMUUnknown)(p)
-			p.Cmdline = &sysfs.Cmdline{Params: []sysfs.Param{{Name: "amd_iommu", Value: "on", HasValue: true}, {Name: "iommu", Value: "pt", HasValue: true}}}
-		}, outcome{check.Pass, "the command line asks for passthrough (iommu=pt amd_iommu=on)", ""}},
-		{"types unknown", setTypes(sysfs.IOMMUUnknown), outcome{check.Skip, "domain types are unknown", "dmesg"}},
-		{"no IOMMU", func(p *sysfs.Platform) { p.IOMMUGroups, p.IOMMUUnits = nil, nil }, outcome{check.Pass, "no IOMMU active", ""}},
-		{"guest", func(p *sysfs.Platform) {
-			cpu := *p.CPU
-			cpu.Flags = append(slices.Clone(cpu.Flags), "hypervisor")
-			p.CPU = &cpu
-		}, outcome{check.Warn, "guest IOMMU translates DMA", "iommu=pt"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			n := loadMachine(t, "amd-epyc")
-			tt.change(&n.Platform)
-			compare(t, tt.want, run1(t, check.NewFacts(n, check.Inputs{}), "iommu_mode"))
-		})
-	}
-}
-
-func TestGPUDirectRDMA(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		change func(*sysfs.Platform)
-		want   outcome
-	}{
-		{"dmabuf", func(*sysfs.Platform) {}, outcome{check.Pass, "through dmabuf", ""}},
-		{"proprietary, no peermem", func(p *sysfs.Platform) { p.NVIDIA = &sysfs.NVIDIADriver{Version: "535.1", Major: 535} },
-			outcome{check.Fail, "proprietary NVIDIA modules do not export DMA-BUF", "open NVIDIA kernel modules"}},
-		{"old kernel, peermem", func(p *sysfs.Platform) {
-			p.Kernel = &sysfs.KernelVersion{Release: "5.4.0", Major: 5, Minor: 4}
-			p.MemoryPeers = map[string]string{"nv_mem": "1.0"}
-		}, outcome{check.Pass, "through peermem", ""}},
-		{"both peer clients", func(p *sysfs.Platform) {
-			p.Modules = append(slices.Clone(p.Modules), sysfs.Module{Name: "nvidia_peermem"}, sysfs.Module{Name: "nv_peer_mem"})
-		}, outcome{check.Warn, "both nvidia_peermem and nv_peer_mem", "rmmod nv_peer_mem"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			n := loadMachine(t, "amd-epyc")
-			tt.change(&n.Platform)
-			compare(t, tt.want, run1(t, check.NewFacts(n, check.Inputs{}), "gpudirect_rdma"))
-		})
-	}
 }
 
 // buildMachine writes m and loads it.

@@ -24,13 +24,24 @@ const (
 // value means "nothing known": a snapshot without NVML, probe or process limits.
 type Inputs struct {
 	Source Source
-	// NCCLEnv holds the NCCL_* variables of the environment jobs would run in (the
-	// live process's); nil when unknown (a snapshot or another root).
+	// NCCLEnv holds the NCCL_* variables of the judged process's environment
+	// (Process says whose); nil when unknown (a snapshot or another root, or an
+	// environment that could not be read).
 	NCCLEnv map[string]string
 	// NCCLConf is /etc/nccl.conf of the analysed machine; nil when absent or unknown.
 	NCCLConf *NCCLConf
-	// Memlock is RLIMIT_MEMLOCK of the live process; nil when unknown.
+	// NCCLUserConf is the file NCCL reads before /etc/nccl.conf: the one
+	// NCCL_CONF_FILE names, else ~/.nccl.conf of the judged process's HOME; nil
+	// when absent or unknown.
+	NCCLUserConf *NCCLConf
+	// Memlock is RLIMIT_MEMLOCK of the judged process; nil when unknown.
 	Memlock *Rlimit
+	// Process says whose limit and environment Memlock and NCCLEnv are; nil when
+	// no process was looked at (a snapshot or another root).
+	Process *Process
+	// MemlockConfig is the locked-memory limit the machine's configuration gives
+	// new sessions and services; nil when none of its files could be read.
+	MemlockConfig *MemlockConfig
 	// GDRDrvAccess is whether the running user may open /dev/gdrdrv read-write
 	// (access(2)); nil when unknown: not the live machine, or no /dev/gdrdrv.
 	GDRDrvAccess *Access
@@ -51,6 +62,46 @@ type NCCLConf struct {
 type Access struct {
 	UID       int
 	ReadWrite bool
+}
+
+// Process is the process the process-scoped checks (memlock_limit, nccl_env)
+// judge: a job's, named with --pid, or p2pcheck's own.
+type Process struct {
+	PID int
+	// Self is true for p2pcheck's own process (no --pid).
+	Self bool
+	// Comm is the process's name (/proc/PID/comm); empty when unknown.
+	Comm string
+	// EUID is the effective user id; -1 when unknown.
+	EUID int
+	// SudoUser is SUDO_USER of p2pcheck's own environment: it runs under sudo,
+	// whose env_reset dropped the caller's NCCL_* variables.
+	SudoUser string
+	// CapIPCLock reports CAP_IPC_LOCK in the effective capability set
+	// (/proc/PID/status CapEff), which lifts RLIMIT_MEMLOCK; nil when unknown.
+	CapIPCLock *bool
+	// EnvErr says why the environment could not be read (another user's
+	// /proc/PID/environ needs root); empty when it was read.
+	EnvErr string
+}
+
+// MemlockConfig is the configured locked-memory limit.
+type MemlockConfig struct {
+	// Session is the limit pam_limits gives login sessions (ssh, su, sudo -i)
+	// from the wildcard entries of /etc/security/limits.conf and limits.d; nil
+	// when they set none.
+	Session *ConfiguredLimit
+	// Services is systemd's DefaultLimitMEMLOCK for services without a
+	// LimitMEMLOCK of their own (/etc/systemd/system.conf); nil when unset.
+	Services *ConfiguredLimit
+	// Read lists the files that were read.
+	Read []string
+}
+
+// ConfiguredLimit is a limit and the file and line that set it.
+type ConfiguredLimit struct {
+	Rlimit
+	Source string
 }
 
 // Rlimit is a resource limit; Unlimited for RLIM_INFINITY.
@@ -124,6 +175,12 @@ func NewFacts(n *node.Node, in Inputs) *Facts {
 	f.calc = p2pdma.NewCalculator(n.Topology, n.P2P)
 	f.devices = n.Interesting()
 	return f
+}
+
+// Arm64 reports whether the analysed machine is arm64 ([sysfs.CPUInfo.Arm64]).
+func (f *Facts) Arm64() bool {
+	c := f.Node.Platform.CPU
+	return c != nil && c.Arm64()
 }
 
 // Hypervisor reports whether the analysed kernel runs in a virtual machine.

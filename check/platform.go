@@ -4,53 +4,90 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/internal/gdrready"
+	"github.com/p2pkit/p2pkit/internal/gpu"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
+// checkDoc is the user documentation page of a check, which every result's Refs
+// name first.
+func checkDoc(id string) string { return "docs/checks/" + id + ".md" }
+
+// Public sources the platform checks cite.
+const (
+	urlKernelParams  = "https://docs.kernel.org/admin-guide/kernel-parameters.html"
+	urlIOMMUGroupABI = "https://docs.kernel.org/admin-guide/abi-testing.html#abi-sys-kernel-iommu-groups-grp-id-type"
+	urlGPUDirectRDMA = "https://docs.nvidia.com/cuda/gpudirect-rdma/"
+	urlNCCLTrouble   = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+	urlNCCLEnv       = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+	urlGDRCopy       = "https://github.com/NVIDIA/gdrcopy"
+	urlOpenModules   = "https://github.com/NVIDIA/open-gpu-kernel-modules"
+)
+
 // checkVirtualization reports whether the kernel runs under a hypervisor, from
-// the x86 "hypervisor" CPU flag (CPUID.1:ECX[31]) in /proc/cpuinfo (F4). It is
-// informational: in a VM the PCIe tree, link widths, ACS and NUMA nodes the guest
-// sees are the hypervisor's virtual topology, so the link, NUMA and path-class
-// checks say so, and GPU P2P depends on the hypervisor exposing a P2P clique.
+// the x86 "hypervisor" CPU flag (CPUID.1:ECX[31], printed by show_cpuinfo in
+// arch/x86/kernel/cpu/proc.c). It is informational: in a VM the PCIe tree, link
+// widths, ACS and NUMA nodes the guest sees are the hypervisor's virtual
+// topology, so the link, NUMA and path-class checks say so, and GPU P2P depends
+// on the hypervisor (NCCL's troubleshooting guide: the host keeps ACS on for
+// isolation and P2P needs ATS on the devices).
 func checkVirtualization(f *Facts) Result {
-	r := Result{Status: Pass, Refs: []string{refF4, "linux arch/x86/kernel/cpu/proc.c (flags)", "cloud-hypervisor#6235"}}
+	r := Result{Refs: []string{checkDoc("virtualization"), "linux arch/x86/kernel/cpu/proc.c show_cpuinfo", urlNCCLTrouble}}
 	cpu := f.Node.Platform.CPU
 	if cpu == nil {
 		r.Status, r.Summary = Skip, "/proc/cpuinfo unreadable: cannot tell bare metal from a VM"
 		return r
 	}
 	if cpu.Hypervisor() {
+		r.Status = Pass
 		r.Observed = "virtual machine"
 		r.Summary = "virtual machine (hypervisor CPU flag): pcie_link, numa_node, gpu_nic_affinity and acs_path describe the virtual topology"
 		r.Evidence = []Evidence{{Source: "/proc/cpuinfo flags", Value: "hypervisor"}}
 		return r
 	}
+	if cpu.VendorID == "" {
+		r.Status, r.Summary = Skip, "not an x86 CPU: /proc/cpuinfo has no hypervisor flag to tell a VM by"
+		return r
+	}
+	r.Status = Pass
 	r.Observed = "bare metal"
 	r.Summary = "bare metal (no hypervisor CPU flag)"
 	r.Evidence = []Evidence{{Source: "/proc/cpuinfo flags", Value: "no hypervisor flag"}}
-	if cpu.VendorID == "" {
-		r.Status, r.Summary = Skip, "no x86 hypervisor flag to read on this CPU"
-	}
 	return r
 }
 
-// checkIOMMU reports how the IOMMU treats DMA (F2): passthrough (identity
-// default domains, iommu=pt) or translation (DMA, DMA-FQ). With translation,
-// peer-to-peer traffic through the root complex is remapped and on bare metal
-// NVIDIA does not support it: copies return wrong data or hang (pt#84803). The
-// group types come from /sys/kernel/iommu_groups/*/type (Linux 5.11+,
-// drivers/iommu/iommu.c), the hardware units from /sys/class/iommu and the
-// options from /proc/cmdline.
+// IOMMU command-line options checkIOMMU reports, as Documentation/admin-guide/
+// kernel-parameters.txt spells them.
+var iommuOptions = []string{"iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict"}
+
+// checkIOMMU reports how the IOMMU treats DMA and whether that matters for the
+// node's peer paths. The group types come from /sys/kernel/iommu_groups/*/type
+// (iommu_group_show_type in drivers/iommu/iommu.c; readable since Linux 4.19,
+// writable since 5.11), the hardware units from /sys/class/iommu and the options
+// from /proc/cmdline.
+//
+// Translation (DMA, DMA-FQ) matters per path, not per node:
+//   - GPU pairs over NVLink (HGX, NVL, GH200) never cross the IOMMU;
+//   - GPU pairs over PCIe: NVIDIA's P2P over a translating IOMMU on bare metal is
+//     unsupported (wrong data or hangs), so it blocks p2p;
+//   - GPU-NIC pairs (GPUDirect RDMA): nvidia-peermem needs 1:1 addresses, "they
+//     must be disabled or configured for pass-through" (NVIDIA's GPUDirect RDMA
+//     guide, "IOMMUs"), while DMA-BUF imports map the peer through the IOMMU
+//     (dma_buf_map_attachment), so it blocks gdr only where DMA-BUF is not possible;
+//   - NVMe and p2pmem pairs go through the kernel's P2PDMA, which maps through the
+//     IOMMU where it must (pci_p2pdma_map_segment in drivers/pci/p2pdma.c).
+//
+// Without NVML the NVLink facts are missing, so translated GPU pairs are unknown,
+// never a failure. In a VM the guest IOMMU only warns: the host decides.
 func checkIOMMU(f *Facts) Result {
 	p := f.Node.Platform
-	r := Result{Refs: []string{refF2, "linux drivers/iommu/iommu.c iommu_group_show_type", "NVIDIA NIM multi-GPU: IOMMU-enabled P2P not supported on bare metal"}}
+	r := Result{Refs: []string{checkDoc("iommu_mode"), "linux drivers/iommu/iommu.c iommu_group_show_type", urlIOMMUGroupABI, urlKernelParams, urlGPUDirectRDMA, urlNCCLTrouble}}
 	var opts []string
 	if p.Cmdline != nil {
-		for _, name := range []string{"iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict"} {
+		for _, name := range iommuOptions {
 			if v, ok := p.Cmdline.Lookup(name); ok {
 				opts = append(opts, name+"="+v)
 			}
@@ -59,6 +96,10 @@ func checkIOMMU(f *Facts) Result {
 	}
 	if p.IOMMUUnits != nil {
 		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/class/iommu", Value: strings.Join(p.IOMMUUnits, " ")})
+	}
+	if slices.Contains(opts, "amd_iommu=on") {
+		r.Findings = append(r.Findings, Finding{Subject: "amd_iommu=on", Status: Warn,
+			Message: "amd_iommu= has no on value (Documentation/admin-guide/kernel-parameters.txt): the kernel ignores it; AMD-Vi is on by default"})
 	}
 	if len(p.IOMMUGroups) == 0 {
 		r.Status = Pass
@@ -75,7 +116,7 @@ func checkIOMMU(f *Facts) Result {
 		types[g.ID] = g.Type
 	}
 	counts := map[sysfs.IOMMUDomainType]int{}
-	var translated []string
+	translated := map[pcie.Address]bool{}
 	for _, d := range f.devices {
 		if d.IOMMUGroup == nil {
 			continue
@@ -83,8 +124,7 @@ func checkIOMMU(f *Facts) Result {
 		t := types[*d.IOMMUGroup]
 		counts[t]++
 		if t.Translated() {
-			translated = append(translated, d.Address.String())
-			r.Findings = append(r.Findings, Finding{Subject: d.Address.String(), Status: Warn, Message: fmt.Sprintf("%s in IOMMU group %d of type %s", kind(d), *d.IOMMUGroup, t)})
+			translated[d.Address] = true
 		}
 	}
 	var seen []string
@@ -95,22 +135,14 @@ func checkIOMMU(f *Facts) Result {
 	}
 	r.Observed = "groups of devices of interest: " + strings.Join(seen, ", ")
 	r.Evidence = append(r.Evidence, Evidence{Source: "/sys/kernel/iommu_groups/*/type", Value: strings.Join(seen, ", ")})
-	r.Expected = "identity (passthrough) or no IOMMU"
-	passthrough := slices.Contains(opts, "iommu=pt") || slices.Contains(opts, "iommu.passthrough=1")
+	r.Expected = "identity (passthrough) or no IOMMU where a peer path needs it"
+	passthrough := slices.Contains(opts, "iommu=pt") || slices.ContainsFunc(opts, func(o string) bool {
+		v, ok := strings.CutPrefix(o, "iommu.passthrough=")
+		return ok && kernelBool(v)
+	})
 	switch {
-	case len(translated) > 0 && len(f.pairs()) == 0:
-		r.Status = Pass
-		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s), but no GPU/NIC/NVMe peer pair is affected", len(translated))
-		r.Findings = nil
 	case len(translated) > 0:
-		r.Status = Fail
-		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s) of interest: peer-to-peer through it is unsupported on bare metal", len(translated))
-		if f.Hypervisor() {
-			r.Status = Warn
-			r.Summary = fmt.Sprintf("guest IOMMU translates DMA for %d device(s): P2P needs the hypervisor's support", len(translated))
-		}
-		r.Subjects = translated
-		r.Remediation = []string{"add iommu=pt to the kernel command line (with " + vendorIOMMUParam(f) + "), or disable the IOMMU (VT-d / AMD-Vi) in the BIOS, then reboot"}
+		f.judgeTranslation(&r, translated)
 	case counts[sysfs.IOMMUIdentity] > 0 && counts[sysfs.IOMMUUnknown] == 0:
 		r.Status = Pass
 		r.Summary = "IOMMU in passthrough (identity domains)"
@@ -118,11 +150,155 @@ func checkIOMMU(f *Facts) Result {
 		r.Status = Pass
 		r.Summary = "IOMMU group types unreadable; the command line asks for passthrough (" + strings.Join(opts, " ") + ")"
 	default:
-		r.Status = Skip
-		r.Summary = "IOMMU active but its domain types are unknown (kernel older than 5.11?) and iommu=pt is not on the command line"
-		r.Remediation = []string{"check 'dmesg | grep -i -e DMAR -e AMD-Vi -e iommu' for the default domain type; add iommu=pt if it is translated"}
+		r.Status = Unknown
+		r.Blocks = []Capability{CapP2P, CapGDR}
+		r.Summary = "IOMMU active but its domain types are unreadable (/sys/kernel/iommu_groups/*/type exists since Linux 4.19) and the command line does not ask for passthrough"
+		r.Remediation = []string{"look for the default domain type in the kernel log (dmesg | grep -i -e DMAR -e AMD-Vi -e iommu); if it is translated: " + passthroughParam(f)}
 	}
 	return r
+}
+
+// kernelBool reports a true value as the kernel's kstrtobool reads it (lib/kstrtox.c):
+// 1, y, Y, on.
+func kernelBool(v string) bool {
+	switch strings.ToLower(v) {
+	case "1", "y", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// judgeTranslation fills r for an IOMMU that translates DMA for the devices in
+// translated, pair by pair (see checkIOMMU).
+func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
+	dmabuf := f.dmabuf()
+	var blocks []Capability
+	unknown := false
+	affected, onPath := 0, 0
+	for _, pr := range f.pairs() {
+		if !translated[pr.a.Address] && !translated[pr.b.Address] {
+			continue
+		}
+		onPath++
+		subj := pr.a.Address.String() + "<->" + pr.b.Address.String()
+		gpuA, gpuB := pr.a.IsGPU(), pr.b.IsGPU()
+		switch {
+		case gpuA && gpuB:
+			switch nv := f.nvlinkPair(pr.a.Address, pr.b.Address); {
+			case nv == nil:
+				unknown = true
+				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Unknown, Message: "GPU pair behind a translating IOMMU: without NVML it is unknown whether it talks over NVLink (unaffected) or PCIe (unsupported)"})
+			case *nv:
+				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass, Message: "GPU pair talks over NVLink: the IOMMU is not on its path"})
+			default:
+				affected++
+				blocks = appendCap(blocks, CapP2P)
+				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Fail, Message: "GPU pair talks over PCIe through a translating IOMMU: unsupported on bare metal"})
+			}
+		case (gpuA && isRDMANIC(pr.b)) || (gpuB && isRDMANIC(pr.a)):
+			switch dmabuf.state {
+			case Pass:
+				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass, Message: "GPUDirect RDMA over DMA-BUF maps the GPU through the IOMMU: unaffected"})
+			case Fail:
+				affected++
+				blocks = appendCap(blocks, CapGDR)
+				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Fail, Message: "GPUDirect RDMA through nvidia-peermem needs 1:1 addresses (" + dmabuf.why + ")"})
+			default:
+				unknown = true
+				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Unknown, Message: "GPUDirect RDMA: unaffected over DMA-BUF, broken through nvidia-peermem; whether DMA-BUF is possible is unknown (" + dmabuf.why + ")"})
+			}
+		default:
+			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass, Message: "kernel P2PDMA maps through the IOMMU where it must"})
+		}
+	}
+	n := len(translated)
+	switch {
+	case onPath == 0:
+		r.Status = Pass
+		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s), but no GPU, NIC or NVMe peer pair is among them", n)
+		return
+	case (affected > 0 || unknown) && f.Hypervisor():
+		r.Status = Warn
+		r.Summary = fmt.Sprintf("guest IOMMU translates DMA for %d device(s) on peer paths: P2P needs the hypervisor's support", n)
+	case affected > 0:
+		r.Status = Fail
+		r.Blocks = blocks
+		r.Summary = fmt.Sprintf("IOMMU translates DMA on %d peer path(s) that need passthrough (%d device(s) of interest translated)", affected, n)
+	case unknown:
+		r.Status = Unknown
+		r.Blocks = []Capability{CapP2P, CapGDR}
+		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s) of interest; whether their peer paths need passthrough is unknown", n)
+	default:
+		r.Status = Pass
+		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s), but no peer path needs passthrough (NVLink, DMA-BUF or kernel P2PDMA)", n)
+		return
+	}
+	for _, fd := range r.Findings {
+		if fd.Status == Fail || fd.Status == Unknown {
+			r.Subjects = append(r.Subjects, fd.Subject)
+		}
+	}
+	r.Remediation = []string{
+		passthroughParam(f) + ", then reboot",
+		"or, per IOMMU group on Linux 5.11+ with the device's driver unbound: echo identity > /sys/kernel/iommu_groups/<group>/type",
+	}
+}
+
+// passthroughParam is the boot parameter that makes the default domains identity
+// on this machine (Documentation/admin-guide/kernel-parameters.txt): iommu=pt is
+// x86-only; iommu.passthrough=1 works on arm64 and x86. amd_iommu= has no "on"
+// (AMD-Vi is on by default) and intel_iommu=on only enables VT-d.
+func passthroughParam(f *Facts) string {
+	c := f.Node.Platform.CPU
+	switch {
+	case f.Arm64():
+		return "add iommu.passthrough=1 to the kernel command line (arm64: iommu= is an x86 parameter)"
+	case c != nil && (c.VendorID == "AuthenticAMD" || c.VendorID == "HygonGenuine"):
+		return "add iommu=pt to the kernel command line (AMD-Vi stays on for interrupt remapping and VFIO; amd_iommu= has no on value)"
+	case c != nil && c.VendorID == "GenuineIntel":
+		return "add iommu=pt to the kernel command line (keep intel_iommu=on where VT-d must stay on for VFIO)"
+	}
+	return "add iommu.passthrough=1 (arm64 and x86) or iommu=pt (x86 only) to the kernel command line"
+}
+
+func appendCap(cs []Capability, c Capability) []Capability {
+	if slices.Contains(cs, c) {
+		return cs
+	}
+	return append(cs, c)
+}
+
+// nvlinkPair reports whether the GPUs at a and b talk over NVLink, from NVML: the
+// driver's NVLink P2P status for the pair (nvmlDeviceGetP2PStatus with
+// NVML_P2P_CAPS_INDEX_NVLINK), a link from one to the other, or both having
+// links to NVSwitches (HGX, NVL). Nil when NVML's facts do not say.
+func (f *Facts) nvlinkPair(a, b pcie.Address) *bool {
+	ga, gb := f.nvmlGPU(a), f.nvmlGPU(b)
+	if ga == nil || gb == nil {
+		return nil
+	}
+	yes, no := true, false
+	for _, p := range f.Node.GPU.Pairs {
+		if p.A == ga.Index && p.B == gb.Index && p.P2P.NVLink != nil && *p.P2P.NVLink == gpu.P2POK {
+			return &yes
+		}
+	}
+	if linked(ga.NVLink, "gpu", &b) || linked(gb.NVLink, "gpu", &a) ||
+		linked(ga.NVLink, "switch", nil) && linked(gb.NVLink, "switch", nil) {
+		return &yes
+	}
+	if ga.NVLink == nil || gb.NVLink == nil {
+		return nil
+	}
+	return &no
+}
+
+// linked reports an active NVLink to a device of type typ ("gpu", "switch"), at
+// address to when it is not nil.
+func linked(l *gpu.NVLink, typ string, to *pcie.Address) bool {
+	return l != nil && slices.ContainsFunc(l.Links, func(p gpu.NVLinkPeer) bool {
+		return p.RemoteType == typ && (to == nil || p.Remote != nil && *p.Remote == *to)
+	})
 }
 
 // kernelP2PDMAUsers reports whether some pair of interest has an endpoint that
@@ -139,21 +315,15 @@ func (f *Facts) kernelP2PDMAUsers() bool {
 	return false
 }
 
-func vendorIOMMUParam(f *Facts) string {
-	if c := f.Node.Platform.CPU; c != nil && c.VendorID == "AuthenticAMD" {
-		return "amd_iommu=on"
-	}
-	return "intel_iommu=on"
-}
-
 // checkKernelP2PDMA reports whether the kernel was built with CONFIG_PCI_P2PDMA,
 // which kernel peer-to-peer users need (NVMe controller memory buffers, p2pmem,
 // RDMA and NVMe-oF target offload through struct pages; drivers/pci/p2pdma.c),
 // and lists the p2pmem providers (/sys/bus/pci/devices/*/p2pmem). NVIDIA GPU
-// P2P and GPUDirect RDMA do not depend on it, so its absence warns, and only
-// where a kernel user of it is present.
+// P2P and GPUDirect RDMA do not depend on it, so its absence blocks nvme-p2p only,
+// and only where a kernel user of it is present. Not every distribution kernel
+// has it: Debian's 6.1 and 6.12 kernels are built without it.
 func checkKernelP2PDMA(f *Facts) Result {
-	r := Result{Refs: []string{refP2PDMA, "linux Documentation/driver-api/pci/p2pdma.rst", "linux Documentation/ABI/testing/sysfs-bus-pci (p2pmem)"}}
+	r := Result{Refs: []string{checkDoc("kernel_p2pdma"), "linux drivers/pci/p2pdma.c", "linux Documentation/driver-api/pci/p2pdma.rst", "linux Documentation/ABI/testing/sysfs-bus-pci (p2pmem)"}}
 	kc := f.Node.Platform.KernelConfig
 	var providers []string
 	for _, d := range f.Node.Topology.Devices {
@@ -167,6 +337,7 @@ func checkKernelP2PDMA(f *Facts) Result {
 	if kc.Source != "" {
 		r.Evidence = append(r.Evidence, Evidence{Source: kc.Source, Value: "CONFIG_PCI_P2PDMA=" + kc.Value("CONFIG_PCI_P2PDMA").String()})
 	}
+	users := f.kernelP2PDMAUsers()
 	switch v := kc.Value("CONFIG_PCI_P2PDMA"); {
 	case v == sysfs.ConfigYes:
 		r.Status = Pass
@@ -174,31 +345,35 @@ func checkKernelP2PDMA(f *Facts) Result {
 		if len(providers) > 0 {
 			r.Summary += fmt.Sprintf("; %d p2pmem provider(s): %s", len(providers), strings.Join(providers, ", "))
 		}
-	case v == sysfs.ConfigNo && !f.kernelP2PDMAUsers():
-		r.Status = Skip
-		r.Summary = "kernel built without CONFIG_PCI_P2PDMA, but no NVMe controller, RDMA NIC or p2pmem provider here would use it"
-	case v == sysfs.ConfigNo:
-		r.Status = Warn
-		r.Summary = "kernel built without CONFIG_PCI_P2PDMA: kernel P2PDMA users (NVMe CMB, p2pmem, RDMA P2P) cannot work"
-		r.Expected = "CONFIG_PCI_P2PDMA=y"
-		r.Remediation = []string{"use a kernel built with CONFIG_PCI_P2PDMA=y (most distribution kernels since 5.x)"}
 	case len(providers) > 0:
 		r.Status = Pass
-		r.Summary = fmt.Sprintf("kernel configuration not found, but %d p2pmem provider(s) prove P2PDMA is built in", len(providers))
-	default:
+		r.Summary = fmt.Sprintf("%d p2pmem provider(s) prove P2PDMA is built in", len(providers))
+	case !users:
 		r.Status = Skip
-		r.Summary = "kernel configuration not found (/proc/config.gz, /boot/config-<release>)"
+		r.Summary = "no NVMe controller, RDMA NIC or p2pmem provider here would use the kernel's P2PDMA"
+	case v == sysfs.ConfigNo:
+		r.Status = Fail
+		r.Blocks = []Capability{CapNVMeP2P}
+		r.Summary = "kernel built without CONFIG_PCI_P2PDMA: kernel P2PDMA users (NVMe CMB, p2pmem, RDMA P2P) cannot work"
+		r.Expected = "CONFIG_PCI_P2PDMA=y"
+		r.Remediation = []string{"boot a kernel built with CONFIG_PCI_P2PDMA=y; not every distribution kernel has it (Debian's 6.1 and 6.12 do not): check with grep CONFIG_PCI_P2PDMA /boot/config-$(uname -r)"}
+	default:
+		r.Status = Unknown
+		r.Blocks = []Capability{CapNVMeP2P}
+		r.Summary = "kernel configuration not found (/proc/config.gz, /boot/config-<release>) and no p2pmem provider: whether the kernel has P2PDMA is unknown"
 	}
 	return r
 }
 
 // checkNVIDIADriver reports the NVIDIA kernel driver's version and flavour from
-// /proc/driver/nvidia/version (open-gpu-kernel-modules nv-procfs.c) and what the
-// flavour implies (F8, F9): the open modules (R515+) give DMA-BUF GPUDirect RDMA
-// on Linux 5.12+ and need gdrdrv built for the open flavour; the proprietary ones
-// need nvidia-peermem for GPUDirect RDMA. NVIDIA GPUs without the driver fail.
+// /proc/driver/nvidia/version (kernel-open/nvidia/nv-procfs.c in
+// open-gpu-kernel-modules) and what the flavour implies: the open modules
+// (Turing and newer GPUs) export DMA-BUF, the GPUDirect RDMA path NVIDIA
+// recommends, on Linux 5.12+; the proprietary ones need nvidia-peermem, and a
+// gdrdrv built for the open flavour cannot load with them (NVIDIA/gdrcopy
+// README). NVIDIA GPUs without the driver fail.
 func checkNVIDIADriver(f *Facts) Result {
-	r := Result{Refs: []string{"field-checks.md F8 (DMA-BUF prerequisites)", "field-checks.md F9 (gdrdrv flavour)", "NVIDIA open-gpu-kernel-modules kernel-open/nvidia/nv-procfs.c"}}
+	r := Result{Refs: []string{checkDoc("nvidia_driver"), urlOpenModules, urlGPUDirectRDMA, urlGDRCopy}}
 	gpus := f.NVIDIAGPUs()
 	drv := f.Node.Platform.NVIDIA
 	if len(gpus) == 0 && drv == nil {
@@ -209,7 +384,7 @@ func checkNVIDIADriver(f *Facts) Result {
 		r.Status = Fail
 		r.Summary = "NVIDIA GPUs present but the NVIDIA driver is not loaded"
 		r.Evidence = []Evidence{{Source: "/proc/driver/nvidia/version", Value: "absent"}}
-		r.Remediation = []string{"install and load the NVIDIA driver (modprobe nvidia); prefer the open kernel modules (nvidia-open) on Turing and newer"}
+		r.Remediation = []string{"install and load the NVIDIA driver (modprobe nvidia); prefer the open kernel modules (nvidia-open) on Turing and newer GPUs"}
 		for _, g := range gpus {
 			r.Subjects = append(r.Subjects, g.Address.String())
 		}
@@ -233,12 +408,9 @@ func checkNVIDIADriver(f *Facts) Result {
 			r.Findings = append(r.Findings, Finding{Subject: g.Address.String(), Status: Warn, Message: "GPU bound to " + drvName + ", not nvidia"})
 		}
 	}
-	implies := "gdrdrv must be built for the proprietary flavour; GPUDirect RDMA needs nvidia-peermem (no DMA-BUF)"
+	implies := "GPUDirect RDMA needs nvidia-peermem (these modules export no DMA-BUF); a gdrdrv for them must be built for the proprietary flavour"
 	if drv.Open {
-		implies = "gdrdrv must be built for the open flavour; GPUDirect RDMA can use DMA-BUF"
-		if drv.Major > 0 && drv.Major < 515 {
-			implies = "open modules before R515 lack DMA-BUF export"
-		}
+		implies = "GPUDirect RDMA can use DMA-BUF on Linux 5.12+; gdrdrv of either build flavour loads"
 	}
 	r.Summary = fmt.Sprintf("NVIDIA driver %s (%s kernel modules): %s", drv.Version, flavour, implies)
 	if len(unbound) > 0 {
@@ -251,19 +423,22 @@ func checkNVIDIADriver(f *Facts) Result {
 }
 
 // checkGPUDirectRDMA reports which GPUDirect RDMA path the node offers to its
-// RDMA NICs (F7, F8), the way NCCL decides it (src/transport/net_ib): the
-// peer-memory path needs nvidia_peermem loaded or a client registered in
-// /sys/kernel/mm/memory_peers (MOFED/DOCA ib_core); the DMA-BUF path needs Linux
-// 5.12+ and the open NVIDIA modules R515+. Neither fails; nv_peer_mem loaded next
-// to nvidia_peermem warns, as only one can work.
+// RDMA NICs, the way NCCL decides it (src/transport/net_ib): the peer-memory
+// path needs nvidia_peermem loaded or a client registered in
+// /sys/kernel/mm/memory_peers (MOFED/DOCA ib_core); the DMA-BUF path, which NCCL
+// uses since 2.13 by default (NCCL_DMABUF_ENABLE=1, src/init.cc
+// dmaBufSupported), needs a Turing or newer GPU on the open kernel modules,
+// Linux 5.12+ with CONFIG_DMA_SHARED_BUFFER, and a NIC whose kernel driver and
+// rdma-core register DMA-BUF memory (ibv_reg_dmabuf_mr, rdma-core 34+), which
+// NCCL probes per HCA at run time and p2pcheck cannot read: with only that path,
+// the result is unknown, never a pass. nv_peer_mem loaded next to nvidia_peermem
+// warns, as only one can work.
 func checkGPUDirectRDMA(f *Facts) Result {
-	r := Result{Refs: []string{"field-checks.md F7 (nvidia-peermem)", "field-checks.md F8 (DMA-BUF)", "NVIDIA GPU Operator RDMA doc (DMA-BUF recommended)", "nccl#1676"}}
+	r := Result{Refs: []string{checkDoc("gpudirect_rdma"), urlGPUDirectRDMA, "NVIDIA/nccl src/transport/net_ib", urlNCCLEnv}}
 	p := f.Node.Platform
 	var rdma []string
 	for _, n := range f.NICs() {
-		if len(n.RDMADevs) > 0 {
-			rdma = append(rdma, n.RDMADevs...)
-		}
+		rdma = append(rdma, n.RDMADevs...)
 	}
 	if len(f.NVIDIAGPUs()) == 0 || len(rdma) == 0 {
 		r.Status, r.Summary = Skip, "needs an NVIDIA GPU and an RDMA NIC (/sys/class/infiniband)"
@@ -282,36 +457,123 @@ func checkGPUDirectRDMA(f *Facts) Result {
 		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/kernel/mm/memory_peers", Value: strings.Join(peers, " ")})
 	}
 	r.Evidence = append(r.Evidence, Evidence{Source: "/proc/modules", Value: fmt.Sprintf("nvidia_peermem=%t nv_peer_mem=%t", peermem, legacy)})
-	paths := f.gdrPaths()
-	_, why := dmabufReady(p)
+	d := f.dmabuf()
+	r.Findings = append(r.Findings, d.findings...)
+	var paths []string
+	if f.peermem() {
+		paths = append(paths, "peermem")
+	}
+	switch d.state {
+	case Pass:
+		paths = append([]string{"dmabuf"}, paths...)
+	case Unknown:
+		paths = append(paths, "dmabuf (unknown)")
+	}
 	r.Observed = "paths: " + strings.Join(paths, ", ")
 	if len(paths) == 0 {
 		r.Observed = "paths: none"
 	}
 	r.Subjects = rdma
 	r.Expected = "dmabuf or peermem"
+	dmabufFix := "use the open NVIDIA kernel modules (Turing or newer GPU) on Linux 5.12+ with an rdma-core that has ibv_reg_dmabuf_mr (34+): NCCL 2.13+ then uses DMA-BUF by default (NCCL_DMABUF_ENABLE defaults to 1)"
+	peermemFix := "or: modprobe nvidia-peermem (it needs the peer-memory API of MLNX_OFED/DOCA's ib_core)"
 	switch {
-	case len(paths) == 0:
-		r.Status = Fail
-		r.Summary = "no GPUDirect RDMA path: no nvidia_peermem and no DMA-BUF (" + why + ")"
-		r.Remediation = []string{
-			"use the open NVIDIA kernel modules (R515+) on Linux 5.12+ for DMA-BUF (NCCL 2.19+, NCCL_DMABUF_ENABLE=1)",
-			"or: modprobe nvidia-peermem (needs MOFED/DOCA ib_core)",
-		}
 	case peermem && legacy:
 		r.Status = Warn
 		r.Summary = "both nvidia_peermem and nv_peer_mem are loaded: only one can register; unload nv_peer_mem"
 		r.Remediation = []string{"systemctl disable --now nv_peer_mem && rmmod nv_peer_mem"}
-	default:
+	case f.peermem():
 		r.Status = Pass
-		r.Summary = "GPUDirect RDMA available through " + strings.Join(paths, " and ")
+		r.Summary = "GPUDirect RDMA available through peermem"
+		if d.state == Pass {
+			r.Summary = "GPUDirect RDMA available through dmabuf and peermem"
+		}
 		r.Subjects = nil
+	case d.state == Unknown:
+		r.Status = Unknown
+		r.Blocks = []Capability{CapGDR}
+		r.Summary = "no nvidia-peermem; DMA-BUF GPUDirect RDMA is possible but unconfirmed: " + d.why
+		r.Remediation = []string{"confirm with NCCL_DEBUG=INFO (\"DMA-BUF is available\" and GPU Direct RDMA lines) or rdma-core's ibv_reg_dmabuf_mr; " + strings.TrimPrefix(peermemFix, "or: ")}
+	default:
+		r.Status = Fail
+		r.Blocks = []Capability{CapGDR}
+		r.Summary = "no GPUDirect RDMA path: no nvidia-peermem and no DMA-BUF (" + d.why + ")"
+		r.Remediation = []string{dmabufFix, peermemFix}
 	}
 	return r
 }
 
+// dmabufVerdict is whether DMA-BUF GPUDirect RDMA is possible: Pass, Fail or
+// Unknown, why not (or what is unknown), and one finding per prerequisite.
+type dmabufVerdict struct {
+	state    Status
+	why      string
+	findings []Finding
+}
+
+// dmabuf judges the DMA-BUF GPUDirect RDMA prerequisites (see
+// checkGPUDirectRDMA); a prerequisite that fails makes it Fail, one that cannot
+// be read Unknown.
+func (f *Facts) dmabuf() dmabufVerdict {
+	p := f.Node.Platform
+	v := dmabufVerdict{state: Pass}
+	var no, unknown []string
+	add := func(subject string, s Status, msg string) {
+		v.findings = append(v.findings, Finding{Subject: subject, Status: s, Message: msg})
+		switch s {
+		case Fail:
+			no = append(no, msg)
+		case Unknown:
+			unknown = append(unknown, msg)
+		}
+	}
+	if ok, why := dmabufReady(p); ok {
+		add("kernel and driver", Pass, "Linux "+p.Kernel.Release+" with the open NVIDIA kernel modules")
+	} else if p.Kernel == nil {
+		add("kernel and driver", Unknown, why)
+	} else {
+		add("kernel and driver", Fail, why)
+	}
+	switch kc := p.KernelConfig; {
+	case kc.Source == "" || kc.Options["CONFIG_DMA_SHARED_BUFFER"] == "":
+		add("CONFIG_DMA_SHARED_BUFFER", Unknown, "whether the kernel has CONFIG_DMA_SHARED_BUFFER is unknown")
+	case kc.Options["CONFIG_DMA_SHARED_BUFFER"] == "n":
+		add("CONFIG_DMA_SHARED_BUFFER", Fail, "the kernel is built without CONFIG_DMA_SHARED_BUFFER")
+	}
+	for _, g := range f.NVIDIAGPUs() {
+		if !turingOrNewer(g) {
+			add(g.Address.String(), Fail, fmt.Sprintf("GPU %s (device %04x) is older than Turing: the open kernel modules do not drive it", g.Address, g.Device))
+		}
+	}
+	nics := 0
+	for _, n := range f.NICs() {
+		for _, dev := range n.RDMADevs {
+			nics++
+			v.findings = append(v.findings, Finding{Subject: dev, Status: Unknown,
+				Message: "whether its driver and rdma-core register DMA-BUF memory (ibv_reg_dmabuf_mr) cannot be read; NCCL probes it per HCA"})
+		}
+	}
+	if nics > 0 {
+		unknown = append(unknown, "whether the RDMA NICs' drivers and rdma-core register DMA-BUF memory cannot be read")
+	}
+	switch {
+	case len(no) > 0:
+		v.state, v.why = Fail, strings.Join(no, "; ")
+	case len(unknown) > 0:
+		v.state, v.why = Unknown, strings.Join(unknown, "; ")
+	}
+	return v
+}
+
+// turingOrNewer reports an NVIDIA GPU of the Turing generation or newer, which
+// the open kernel modules support (open-gpu-kernel-modules README): their PCI
+// device IDs start at 0x1e00 (TU102); Volta and older sit below.
+func turingOrNewer(d *pcie.Device) bool { return d.Device >= 0x1e00 }
+
 // dmabufReady reports whether the kernel and NVIDIA driver allow DMA-BUF
-// GPUDirect RDMA, with the reason when not.
+// GPUDirect RDMA: Linux 5.12+ (dma-buf importers in RDMA, ib_umem_dmabuf) and the
+// open NVIDIA kernel modules, the only ones that export GPU memory as DMA-BUF.
+// It gives the reason when not.
 func dmabufReady(p sysfs.Platform) (bool, string) {
 	switch {
 	case p.Kernel == nil:
@@ -322,8 +584,6 @@ func dmabufReady(p sysfs.Platform) (bool, string) {
 		return false, "NVIDIA driver not loaded"
 	case !p.NVIDIA.Open:
 		return false, "proprietary NVIDIA modules do not export DMA-BUF"
-	case p.NVIDIA.Major < 515:
-		return false, "NVIDIA driver older than R515"
 	}
 	return true, ""
 }
@@ -332,98 +592,94 @@ func hasModule(p sysfs.Platform, name string) bool {
 	return slices.ContainsFunc(p.Modules, func(m sysfs.Module) bool { return m.Name == name })
 }
 
-// GDRCopy's instructions for loading gdrdrv (gdrcopy README, insmod.sh).
-const (
-	fixLoadGdrdrv = "load gdrdrv: sudo systemctl start gdrcopy (packaged service) or, from the GDRCopy source tree, sudo ./insmod.sh; both create /dev/gdrdrv"
-	fixDMABufMmap = "or, without gdrdrv: GDRCopy 2.6+ with GDRCOPY_USE_DMABUF_MMAP=1 (CUDA driver 13.3+)"
-)
+// gdrFacts turns the platform facts into gdrdrv readiness facts.
+func (f *Facts) gdrFacts() gdrready.Facts {
+	p := f.Node.Platform
+	var g gdrready.Facts
+	if p.Modules != nil {
+		loaded := hasModule(p, "gdrdrv")
+		g.Module = &loaded
+	}
+	if p.CharDevices != nil {
+		g.DevicesRead = true
+		if major, ok := sysfs.LookupMajor(p.CharDevices, "gdrdrv"); ok {
+			g.Major = &major
+		}
+	}
+	if n := p.GDRDrvNode; n != nil {
+		g.Node = &gdrready.Node{Mode: n.Mode, Major: n.Major, Minor: n.Minor, NumberKnown: n.NumberKnown}
+	}
+	g.Params = p.GDRDrvParams
+	if d := p.NVIDIA; d != nil {
+		g.Driver = &gdrready.Driver{Version: d.Version, Major: d.Major, Open: d.Open}
+	}
+	if a := f.GDRDrvAccess; a != nil {
+		g.Access = &gdrready.Access{UID: a.UID, ReadWrite: a.ReadWrite}
+	}
+	g.Arm64 = f.Arm64()
+	g.IntelTDXGuest = p.CPU != nil && p.CPU.HasFlag("tdx_guest")
+	return g
+}
 
-// checkGdrdrv checks the GDRCopy kernel module end to end (F9): loaded
-// (/proc/modules), its character major registered (/proc/devices, register_chrdev
-// "gdrdrv"), /dev/gdrdrv a character device with that major (a stale node from an
-// earlier load has another), readable and writable by every user as GDRCopy's
-// insmod.sh makes it (0666) and by the running user on the live machine, and, from /proc/driver/gdrdrv/params (2.5+), its
-// version and the NVIDIA flavour it was built for, which must match the loaded
-// driver's (gdrcopy README "flavor"). A missing gdrdrv fails with the fix.
+// checkGdrdrv checks the GDRCopy kernel module end to end with the rules of
+// package gdrready (loaded, major registered, /dev/gdrdrv a character device
+// with that major and minor 0, usable by the running user, build flavour against
+// the loaded driver). A gdrdrv that is missing or broken blocks gdrcopy only:
+// NCCL uses GDRCopy only on request (NCCL_GDRCOPY_ENABLE), and GDRCopy 2.6 can
+// do without gdrdrv through DMA-BUF.
 func checkGdrdrv(f *Facts) Result {
-	r := Result{Refs: []string{"field-checks.md F9 (gdrdrv not loaded, /dev/gdrdrv, permissions)", "NVIDIA/gdrcopy README, insmod.sh", "gdrcopy#138", "gdrcopy#251"}}
+	r := Result{Refs: []string{checkDoc("gdrdrv"), urlGDRCopy, "NVIDIA/gdrcopy src/gdrdrv/gdrdrv.c", "NVIDIA/gdrcopy packages/gdrcopy.spec, packages/dkms/debian"}}
 	p := f.Node.Platform
 	if len(f.NVIDIAGPUs()) == 0 {
 		r.Status, r.Summary = Skip, "no NVIDIA GPU"
 		return r
 	}
-	loaded := hasModule(p, "gdrdrv")
+	g := f.gdrFacts()
 	major, hasMajor := sysfs.LookupMajor(p.CharDevices, "gdrdrv")
-	node := p.GDRDrvNode
 	r.Evidence = append(r.Evidence,
-		Evidence{Source: "/proc/modules", Value: presence(p.Modules != nil, loaded, "gdrdrv")},
+		Evidence{Source: "/proc/modules", Value: presence(p.Modules != nil, hasModule(p, "gdrdrv"), "gdrdrv")},
 		Evidence{Source: "/proc/devices", Value: presence(p.CharDevices != nil, hasMajor, fmt.Sprintf("%d gdrdrv", major))},
-		Evidence{Source: "/dev/gdrdrv", Value: nodeString(node)},
+		Evidence{Source: "/dev/gdrdrv", Value: nodeString(p.GDRDrvNode)},
 	)
-	if v, ok := p.GDRDrvParams["Version"]; ok {
-		r.Evidence = append(r.Evidence, Evidence{Source: "/proc/driver/gdrdrv/params", Value: "Version: " + v + "; flavor: " + p.GDRDrvParams["Built for NVIDIA driver flavor"]})
+	v := gdrready.Judge(g)
+	if v.Version != "" {
+		r.Evidence = append(r.Evidence, Evidence{Source: "/proc/driver/gdrdrv/params", Value: "Version: " + v.Version + "; flavor: " + v.Flavour})
 	}
-	r.Expected = "gdrdrv loaded, /dev/gdrdrv c <major> 0 mode 0666, flavour matching the NVIDIA driver"
-	fail := func(summary string, fix ...string) Result {
-		r.Status, r.Summary, r.Remediation = Fail, summary, fix
+	if a := g.Access; a != nil {
+		r.Evidence = append(r.Evidence, Evidence{Source: "access(/dev/gdrdrv, R_OK|W_OK)", Value: fmt.Sprintf("uid %d: %t", a.UID, a.ReadWrite)})
+	}
+	r.Expected = "gdrdrv loaded, /dev/gdrdrv c <major> 0 usable by the job's users"
+	if !v.Known {
+		r.Status, r.Blocks = Unknown, []Capability{CapGDRCopy}
+		r.Summary = "/proc/modules and /proc/devices unreadable and no /dev/gdrdrv: gdrdrv's state is unknown"
 		return r
 	}
-	switch {
-	case p.Modules == nil && p.CharDevices == nil && node == nil:
-		r.Status, r.Summary = Skip, "/proc/modules and /proc/devices unreadable and no /dev/gdrdrv"
-		return r
-	case !loaded && !hasMajor:
-		r.Observed = "gdrdrv not loaded"
-		if node != nil {
-			return fail("gdrdrv is not loaded (a stale /dev/gdrdrv exists)", fixLoadGdrdrv, fixDMABufMmap)
+	r.Observed = "gdrdrv not loaded"
+	if hasModule(p, "gdrdrv") || hasMajor {
+		r.Observed = "gdrdrv loaded, /dev/gdrdrv " + nodeString(p.GDRDrvNode)
+		if v.Version != "" {
+			r.Observed += ", version " + v.Version + ", flavour " + v.Flavour
 		}
-		return fail("gdrdrv is not loaded: GDRCopy cannot open /dev/gdrdrv", fixLoadGdrdrv, fixDMABufMmap)
-	case node == nil:
-		r.Observed = fmt.Sprintf("gdrdrv loaded (major %d), no /dev/gdrdrv", major)
-		return fail("gdrdrv is loaded but /dev/gdrdrv is missing (in a container: not passed in)",
-			fmt.Sprintf("sudo mknod -m 666 /dev/gdrdrv c %d 0", major),
-			"in a container: docker run --device=/dev/gdrdrv (GPU Operator: GDRCOPY_ENABLED)")
-	case node.Mode&fs.ModeCharDevice == 0:
-		r.Observed = "/dev/gdrdrv is " + nodeString(node)
-		return fail("/dev/gdrdrv is not a character device", fmt.Sprintf("sudo rm /dev/gdrdrv && sudo mknod -m 666 /dev/gdrdrv c %d 0", major))
-	case hasMajor && node.NumberKnown && node.Major != major:
-		r.Observed = fmt.Sprintf("/dev/gdrdrv is %d:%d, gdrdrv registered major %d", node.Major, node.Minor, major)
-		return fail("/dev/gdrdrv has a stale major number: opening it reaches another driver or none",
-			fmt.Sprintf("sudo rm /dev/gdrdrv && sudo mknod -m 666 /dev/gdrdrv c %d 0", major))
+	}
+	for _, pr := range v.Problems {
+		s := map[gdrready.Severity]Status{gdrready.Blocking: Fail, gdrready.Degraded: Warn, gdrready.Info: Pass}[pr.Severity]
+		r.Findings = append(r.Findings, Finding{Subject: "gdrdrv", Status: s, Message: pr.What})
+	}
+	if first := v.First(); first != nil {
+		r.Summary, r.Remediation = first.What, first.Fix
+		r.Status = Warn
+		if first.Severity == gdrready.Blocking {
+			r.Status, r.Blocks = Fail, []Capability{CapGDRCopy}
+		}
+		return r
 	}
 	r.Status = Pass
-	version := p.GDRDrvParams["Version"]
-	flavour := p.GDRDrvParams["Built for NVIDIA driver flavor"]
-	r.Observed = fmt.Sprintf("gdrdrv loaded, /dev/gdrdrv %s", nodeString(node))
-	if version != "" {
-		r.Observed += ", version " + version + ", flavour " + flavour
-	}
 	r.Summary = "gdrdrv ready"
-	if version != "" {
-		r.Summary += " (" + version + ", " + flavour + ")"
-	} else {
-		r.Summary += " (no /proc/driver/gdrdrv/params: GDRCopy older than 2.5, version unknown)"
+	if v.Version != "" {
+		r.Summary += " (" + v.Version + ", " + v.Flavour + ")"
 	}
-	if drv := p.NVIDIA; drv != nil && flavour != "" {
-		if want := map[bool]string{true: "opensource", false: "proprietary"}[drv.Open]; !strings.EqualFold(flavour, want) {
-			return fail(fmt.Sprintf("gdrdrv built for the %s NVIDIA driver but the %s one is loaded", flavour, want),
-				"rebuild gdrdrv against the loaded driver (the gdrdrv-dkms package builds for the installed flavour) and reload it")
-		}
-	}
-	if a := f.GDRDrvAccess; a != nil {
-		r.Evidence = append(r.Evidence, Evidence{Source: "access(/dev/gdrdrv, R_OK|W_OK)", Value: fmt.Sprintf("uid %d: %t", a.UID, a.ReadWrite)})
-		if !a.ReadWrite {
-			r.Status = Warn
-			r.Subjects = []string{fmt.Sprintf("uid %d", a.UID)}
-			r.Summary = fmt.Sprintf("/dev/gdrdrv mode %04o: the running user (uid %d) cannot open it read-write", node.Mode.Perm(), a.UID)
-			r.Remediation = []string{"sudo chmod 666 /dev/gdrdrv (GDRCopy's insmod.sh creates it 0666)"}
-			return r
-		}
-	}
-	if node.Mode.Perm()&0o006 != 0o006 {
-		r.Status = Warn
-		r.Summary = fmt.Sprintf("/dev/gdrdrv mode %04o: only its owner or group can use GDRCopy", node.Mode.Perm())
-		r.Remediation = []string{"sudo chmod 666 /dev/gdrdrv (GDRCopy's insmod.sh creates it 0666)"}
+	for _, pr := range v.Problems {
+		r.Summary += "; " + pr.What
 	}
 	return r
 }
@@ -451,138 +707,4 @@ func nodeString(n *sysfs.DevNode) string {
 		s += fmt.Sprintf(" %d:%d", n.Major, n.Minor)
 	}
 	return s
-}
-
-// memlockMin is the RLIMIT_MEMLOCK AWS's GPU cluster health check requires for
-// RDMA registration (field-checks.md F14).
-const memlockMin = 16 << 30
-
-// checkMemlock checks RLIMIT_MEMLOCK of the running process (F14): RDMA memory
-// registration pins host pages against it, and a low limit makes ibv_reg_mr fail
-// ("Couldn't allocate MR"). Only the live process has a limit to read, and it
-// only matters with an RDMA NIC.
-func checkMemlock(f *Facts) Result {
-	r := Result{Refs: []string{"field-checks.md F14 (ulimit -l)", "AWS gpu-cluster-healthcheck README", "getrlimit(2)"}}
-	if f.Memlock == nil {
-		r.Status = Skip
-		r.Summary = "RLIMIT_MEMLOCK is a property of a running process: unknown for a snapshot or another root"
-		return r
-	}
-	if len(f.NICs()) == 0 {
-		r.Status = Skip
-		r.Summary = "no RDMA NIC: the limit only bounds RDMA memory registration"
-		return r
-	}
-	r.Observed = "soft " + limitString(f.Memlock.Soft) + ", hard " + limitString(f.Memlock.Hard)
-	r.Expected = "unlimited, or at least 16 GiB"
-	r.Evidence = []Evidence{{Source: "getrlimit(RLIMIT_MEMLOCK)", Value: r.Observed}}
-	if f.Memlock.Soft == Unlimited || f.Memlock.Soft >= memlockMin {
-		r.Status, r.Summary = Pass, "locked-memory limit "+limitString(f.Memlock.Soft)
-		return r
-	}
-	r.Status = Warn
-	r.Summary = "locked-memory limit " + limitString(f.Memlock.Soft) + " is too low for RDMA registrations"
-	r.Remediation = []string{"set 'memlock unlimited' in /etc/security/limits.conf (LimitMEMLOCK=infinity for systemd services, --ulimit memlock=-1 for containers)"}
-	return r
-}
-
-func limitString(v uint64) string {
-	if v == Unlimited {
-		return "unlimited"
-	}
-	return sizeString(v)
-}
-
-// ncclDisables lists the NCCL settings that switch off a peer path, with what
-// each means (NVIDIA/nccl docs, env.html).
-var ncclDisables = []struct {
-	name    string
-	bad     func(string) bool
-	meaning string
-}{
-	{"NCCL_P2P_DISABLE", isTrue, "disables GPU peer-to-peer entirely"},
-	{"NCCL_P2P_LEVEL", func(v string) bool { return slices.Contains([]string{"LOC", "0", "NVL", "1"}, strings.ToUpper(v)) }, "keeps PCIe P2P off"},
-	{"NCCL_NET_GDR_LEVEL", func(v string) bool { return slices.Contains([]string{"LOC", "0"}, strings.ToUpper(v)) }, "disables GPUDirect RDMA"},
-	{"NCCL_IB_DISABLE", isTrue, "disables InfiniBand/RoCE: traffic falls back to sockets"},
-	{"NCCL_DMABUF_ENABLE", func(v string) bool { return v == "0" }, "disables DMA-BUF GPUDirect RDMA"},
-	{"NCCL_SHM_DISABLE", isTrue, "disables the shared-memory fallback"},
-}
-
-func isTrue(v string) bool { n, err := strconv.Atoi(v); return err == nil && n != 0 }
-
-// checkNCCLEnv finds NCCL settings that silently switch off P2P or GPUDirect RDMA
-// (field-checks.md §4a #25, nccl#1676): in the environment p2pcheck runs in (live
-// only; jobs inherit a node's profile) and in /etc/nccl.conf. The environment
-// wins over the file, as in NCCL (src/misc/param.cc).
-func checkNCCLEnv(f *Facts) Result {
-	r := Result{Refs: []string{"field-checks.md §4a #25 (nccl_env_overrides)", "NVIDIA/nccl src/misc/param.cc", "nccl#1676"}}
-	if f.NCCLEnv == nil && f.NCCLConf == nil {
-		r.Status = Skip
-		r.Summary = "no environment to read (snapshot or another root) and no /etc/nccl.conf"
-		return r
-	}
-	effective := map[string]string{}
-	where := map[string]string{}
-	if c := f.NCCLConf; c != nil {
-		for k, v := range c.Vars {
-			effective[k], where[k] = v, c.Path
-		}
-	}
-	for k, v := range f.NCCLEnv {
-		effective[k], where[k] = v, "environment"
-	}
-	names := make([]string, 0, len(effective))
-	for k := range effective {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		r.Evidence = append(r.Evidence, Evidence{Source: where[k], Value: k + "=" + effective[k]})
-	}
-	r.Status = Pass
-	for _, d := range ncclDisables {
-		v, ok := effective[d.name]
-		if !ok || !d.bad(v) {
-			continue
-		}
-		r.Status = Warn
-		s := d.name + "=" + v
-		r.Subjects = append(r.Subjects, s)
-		r.Findings = append(r.Findings, Finding{Subject: s, Status: Warn, Message: d.meaning + " (from " + where[d.name] + ")"})
-		if where[d.name] == "environment" {
-			r.Remediation = append(r.Remediation, "unset "+d.name)
-		} else {
-			r.Remediation = append(r.Remediation, "remove "+d.name+" from "+where[d.name])
-		}
-	}
-	if len(names) == 0 {
-		r.Observed = "no NCCL_* settings"
-	} else {
-		r.Observed = strings.Join(names, ", ")
-	}
-	if r.Status == Pass {
-		r.Summary = "no NCCL setting disables P2P or GPUDirect RDMA"
-	} else {
-		r.Summary = "NCCL settings disable peer paths: " + strings.Join(r.Subjects, ", ")
-	}
-	return r
-}
-
-// ParseNCCLConf parses an NCCL configuration file (/etc/nccl.conf, ~/.nccl.conf):
-// "NAME=value" lines, '#' starting a comment line, as NCCL's initEnv reads them
-// (src/misc/param.cc). Lines without '=' are ignored.
-func ParseNCCLConf(path string, b []byte) *NCCLConf {
-	c := &NCCLConf{Path: path, Vars: map[string]string{}}
-	for line := range strings.Lines(string(b)) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			continue
-		}
-		c.Vars[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	return c
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"syscall"
+
+	"github.com/p2pkit/p2pkit/internal/gdrready"
 )
 
 var (
@@ -29,18 +31,16 @@ var (
 	ErrForeignProcess = errors.New("gdrcopy: gdrdrv descriptor belongs to another process")
 )
 
-// Fix texts for the ways opening the node fails. The node is made by
-// GDRCopy's insmod.sh or its service scripts, never by udev, because the
-// module registers a dynamic major and no device class.
+// Fix texts for the ways opening the node fails, from package gdrready, which
+// p2pcheck and gdrbench use too. The node is made by GDRCopy's packaged service,
+// modprobe rule or insmod.sh, never by udev, because the module registers a
+// dynamic major and no device class.
 const (
-	fixNoNode = "load the module with GDRCopy's insmod.sh or its gdrcopy service, which also create the node " +
-		"(a plain modprobe gdrdrv does not); if grep gdrdrv /proc/devices shows the module but the node is missing, " +
-		"run mknod -m 666 /dev/gdrdrv c <major> 0 with that major; in a container, pass the node in (--device /dev/gdrdrv)"
-	fixStaleNode = "no loaded driver answers for this node's major: load the module (modprobe gdrdrv) and recreate the node " +
-		"with mknod -m 666 /dev/gdrdrv c <major> 0, taking the major from grep gdrdrv /proc/devices"
-	fixPermission = "insmod.sh gives the node mode 0666 (chmod 0666 /dev/gdrdrv), or run with access to it"
-	fixNotGDRDrv  = "the node does not answer GET_VERSION: it may be stale and its major reused by another driver " +
-		"(compare ls -l /dev/gdrdrv with grep gdrdrv /proc/devices), or the module predates GDRCopy 2.0"
+	fixNoNode = gdrready.FixLoad + "; if grep gdrdrv /proc/devices shows the module but the node is missing: " +
+		"mknod -m 666 /dev/gdrdrv c <major> 0 with that major; " + gdrready.FixContainer + "; " + gdrready.FixDMABuf
+	fixStaleNode  = gdrready.FixStale
+	fixPermission = gdrready.FixPermission
+	fixNotGDRDrv  = gdrready.FixNotGDRDrv
 )
 
 // openError explains a failed open(2) of the node.

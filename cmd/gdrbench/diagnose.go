@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/internal/gdrready"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -38,17 +40,16 @@ type nodeInfo struct {
 }
 
 // diagnose explains why gdrdrv cannot be used, from the tree rooted at fsys
-// (the live / or a test root). openErr is the error opening the device gave, if
-// it was tried; uid is the caller's user id, for the permission check.
-//
-// The order follows how gdrdrv comes up (gdrcopy insmod.sh and its service):
-// the module loads and registers a dynamic major (register_chrdev, visible in
-// /proc/devices); then a script makes /dev/gdrdrv with that major, minor 0,
-// mode 0666. udev makes no node, so each step can be missing on its own.
+// (the live / or a test root), with the rules of package gdrready that p2pcheck's
+// gdrdrv check uses too. openErr is the error opening the device gave, if it was
+// tried; uid is the caller's user id: root may open any node, so its mode only
+// matters to others.
 func diagnose(fsys sysfs.FS, openErr error, uid int) readiness {
 	var r readiness
+	var g gdrready.Facts
 	if openErr != nil {
 		r.OpenError = openErr.Error()
+		g.OpenErr = r.OpenError
 	}
 	problem := func(what, fix string) {
 		r.Problems = append(r.Problems, what)
@@ -58,76 +59,56 @@ func diagnose(fsys sysfs.FS, openErr error, uid int) readiness {
 	}
 
 	if mods, err := fsys.Modules(); err == nil {
-		loaded := false
-		for _, m := range mods {
-			if m.Name == "gdrdrv" {
-				loaded = true
-			}
-		}
-		r.Module = &loaded
-		if !loaded {
-			problem("the gdrdrv kernel module is not loaded (not in /proc/modules)",
-				"load it with the gdrcopy service or its insmod.sh (they also create /dev/gdrdrv); "+
-					"plain 'modprobe gdrdrv' does not create the device node. "+
-					"With the NVIDIA GPU Operator, enable its GDRCopy driver (GDRCOPY_ENABLED)")
-		}
+		loaded := slices.ContainsFunc(mods, func(m sysfs.Module) bool { return m.Name == "gdrdrv" })
+		r.Module, g.Module = &loaded, &loaded
 	} else if errors.Is(err, fs.ErrNotExist) {
 		problem("/proc/modules does not exist", "run where /proc is mounted")
 	} else {
 		problem(fmt.Sprintf("cannot read /proc/modules: %v", err), "run where /proc is readable")
 	}
-
 	if devs, err := fsys.CharDevices(); err == nil {
+		g.DevicesRead = true
 		if major, ok := sysfs.LookupMajor(devs, "gdrdrv"); ok {
-			r.Major = &major
-		} else if r.Module != nil && *r.Module {
-			problem("gdrdrv is loaded but registered no character device in /proc/devices",
-				"check dmesg for gdrdrv_init errors and reload the module")
+			r.Major, g.Major = &major, &major
 		}
 	}
-
 	if params, err := fsys.GDRDrvParams(); err == nil {
-		r.Version = params["Version"]
+		r.Version, g.Params = params[gdrready.ParamVersion], params
 	}
-
-	mknod := "sudo mknod -m 666 /dev/gdrdrv c <major from /proc/devices> 0"
-	if r.Major != nil {
-		mknod = fmt.Sprintf("sudo mknod -m 666 /dev/gdrdrv c %d 0", *r.Major)
+	if drv, err := fsys.NVIDIADriver(); err == nil {
+		g.Driver = &gdrready.Driver{Version: drv.Version, Major: drv.Major, Open: drv.Open}
 	}
-	node, err := fsys.DevNode("gdrdrv")
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		problem("/dev/gdrdrv does not exist",
-			"create it: "+mknod+"; in a container pass the host's node (docker --device=/dev/gdrdrv)")
-	case err != nil:
-		problem(fmt.Sprintf("cannot inspect /dev/gdrdrv: %v", err), "check /dev permissions")
-	default:
+	if c, err := fsys.CPUInfo(); err == nil {
+		g.Arm64 = c.Arm64()
+		g.IntelTDXGuest = c.HasFlag("tdx_guest")
+	}
+	if uid == 0 {
+		g.Access = &gdrready.Access{UID: 0, ReadWrite: true}
+	}
+	switch node, err := fsys.DevNode("gdrdrv"); {
+	case err == nil:
 		n := &nodeInfo{Path: "/dev/gdrdrv", Mode: node.Mode.String()}
 		if node.NumberKnown {
 			n.Major, n.Minor = &node.Major, &node.Minor
 		}
 		r.Node = n
-		switch {
-		case node.Mode&fs.ModeCharDevice == 0:
-			problem(fmt.Sprintf("/dev/gdrdrv is not a character device (mode %s)", node.Mode),
-				"remove it and create it again: sudo rm /dev/gdrdrv && "+mknod)
-		case node.NumberKnown && r.Major != nil && node.Major != *r.Major:
-			// A node left over from an earlier load points at whatever driver
-			// owns that major now (gdrcopy issue #115).
-			problem(fmt.Sprintf("/dev/gdrdrv has major %d but gdrdrv registered major %d (stale node)", node.Major, *r.Major),
-				"remove it and create it again: sudo rm /dev/gdrdrv && "+mknod)
-		case node.NumberKnown && node.Minor != 0:
-			problem(fmt.Sprintf("/dev/gdrdrv has minor %d; gdrdrv serves minor 0 only", node.Minor),
-				"remove it and create it again: sudo rm /dev/gdrdrv && "+mknod)
-		case uid != 0 && node.Mode.Perm()&0o006 != 0o006:
-			problem(fmt.Sprintf("/dev/gdrdrv is not readable and writable by all users (mode %s)", node.Mode.Perm()),
-				"sudo chmod a+rw /dev/gdrdrv (gdrcopy's insmod.sh makes it 0666)")
-		}
+		g.Node = &gdrready.Node{Mode: node.Mode, Major: node.Major, Minor: node.Minor, NumberKnown: node.NumberKnown}
+	case !errors.Is(err, fs.ErrNotExist):
+		g.NodeErr = err.Error()
 	}
-
-	if len(r.Problems) == 0 && openErr != nil {
-		problem("opening /dev/gdrdrv failed: "+openErr.Error(),
-			"check that /dev/gdrdrv belongs to gdrdrv and that the gdrdrv and NVIDIA driver versions match (dmesg)")
+	v := gdrready.Judge(g)
+	for _, p := range v.Problems {
+		if p.Severity == gdrready.Info {
+			continue
+		}
+		fix := ""
+		if len(p.Fix) > 0 {
+			fix = p.Fix[0]
+		}
+		problem(p.What, fix)
+	}
+	if !v.Known && g.NodeErr == "" {
+		problem("/dev/gdrdrv does not exist", gdrready.FixLoad)
 	}
 	r.Ready = len(r.Problems) == 0
 	return r

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/p2pkit/p2pkit/internal/gdrready"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -59,9 +60,7 @@ func TestDiagnose(t *testing.T) {
 					"the gdrdrv kernel module is not loaded (not in /proc/modules)",
 					"/dev/gdrdrv does not exist",
 				},
-				Fix: "load it with the gdrcopy service or its insmod.sh (they also create /dev/gdrdrv); " +
-					"plain 'modprobe gdrdrv' does not create the device node. " +
-					"With the NVIDIA GPU Operator, enable its GDRCopy driver (GDRCOPY_ENABLED)",
+				Fix: gdrready.FixLoad,
 			},
 		},
 		{
@@ -74,8 +73,8 @@ func TestDiagnose(t *testing.T) {
 				Module:   &yes,
 				Major:    &major,
 				Version:  "2.6",
-				Problems: []string{"/dev/gdrdrv does not exist"},
-				Fix:      "create it: sudo mknod -m 666 /dev/gdrdrv c 235 0; in a container pass the host's node (docker --device=/dev/gdrdrv)",
+				Problems: []string{"gdrdrv is loaded (major 235) but /dev/gdrdrv does not exist"},
+				Fix:      "sudo mknod -m 666 /dev/gdrdrv c 235 0",
 			},
 		},
 		{
@@ -88,7 +87,7 @@ func TestDiagnose(t *testing.T) {
 				Major:    &major,
 				Node:     &nodeInfo{Path: "/dev/gdrdrv", Mode: "-rw-r--r--"},
 				Problems: []string{"/dev/gdrdrv is not a character device (mode -rw-r--r--)"},
-				Fix:      "remove it and create it again: sudo rm /dev/gdrdrv && sudo mknod -m 666 /dev/gdrdrv c 235 0",
+				Fix:      "sudo rm /dev/gdrdrv && sudo mknod -m 666 /dev/gdrdrv c 235 0",
 			},
 		},
 		{
@@ -100,7 +99,7 @@ func TestDiagnose(t *testing.T) {
 					"gdrdrv is loaded but registered no character device in /proc/devices",
 					"/dev/gdrdrv does not exist",
 				},
-				Fix: "check dmesg for gdrdrv_init errors and reload the module",
+				Fix: gdrready.FixNoMajor,
 			},
 		},
 		{

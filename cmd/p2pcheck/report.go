@@ -37,6 +37,7 @@ type reportOptions struct {
 	prometheus string
 	nfd        string
 	nfdTTL     time.Duration
+	pid        int // --pid: the job process memlock_limit and nccl_env judge
 }
 
 func (ro *reportOptions) addFlags(cmd *cobra.Command) {
@@ -48,6 +49,7 @@ func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&ro.prometheus, "prometheus", "", "also write the results as a node_exporter textfile `FILE` (atomically)")
 	f.StringVar(&ro.nfd, "nfd", "", "also write node-feature-discovery labels to `FILE` in features.d (atomically)")
 	f.DurationVar(&ro.nfdTTL, "nfd-expiry", time.Hour, "how long the --nfd labels stay valid if p2pcheck stops refreshing them")
+	f.IntVar(&ro.pid, "pid", 0, "judge the locked-memory limit and NCCL environment of process `PID` (a job's) instead of p2pcheck's own")
 }
 
 func newReportCommand(ro *reportOptions) *cobra.Command {
@@ -98,7 +100,7 @@ func (ro *reportOptions) validate() error {
 	if ro.quick && ro.probe {
 		return usageError("--quick and --probe exclude each other")
 	}
-	return nil
+	return ro.validatePID()
 }
 
 func (ro *reportOptions) run(*cobra.Command) error {
@@ -160,7 +162,8 @@ func hostName() string {
 }
 
 // gather collects the facts beside the node: where it came from, NVML, the NCCL
-// settings, RLIMIT_MEMLOCK and the probe. It is the report's one place of I/O
+// settings, the judged process and configured limits (processInputs) and the
+// probe. It is the report's one place of I/O
 // after loading the node.
 func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) check.Inputs {
 	o := ro.global
@@ -178,15 +181,9 @@ func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) c
 		}
 	}
 	if in.Source == check.Live {
-		in.NCCLEnv = map[string]string{}
-		for _, kv := range os.Environ() {
-			if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "NCCL_") {
-				in.NCCLEnv[k] = v
-			}
-		}
-		in.Memlock = memlock()
 		in.GDRDrvAccess = gdrdrvAccess()
 	}
+	ro.processInputs(&in, n)
 	if ro.probe {
 		in.Probe = ro.runProbe(n, in.Source)
 	}
