@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 
@@ -146,7 +145,7 @@ func (b *Buffer) invalidated() (bool, error) {
 		return false, nil
 	}
 	if b.m != nil {
-		b.m.invalid.Store(true)
+		b.m.s.flags.Or(stateInvalid)
 	}
 	return true, nil
 }
@@ -230,11 +229,7 @@ func (b *Buffer) MapAs(t MappingType) (*Mapping, error) {
 	if err != nil {
 		return nil, errors.Join(err, d.dev.Sys.Munmap(mem))
 	}
-	m := &Mapping{b: b, typ: info.Mapping, guarded: !d.persistent, mem: mem[:b.size:b.size], raw: mem}
-	// A safety net for a Mapping dropped with its Driver unclosed. It must
-	// not reach m, or m would never be collected: it holds only the boundary.
-	sys := d.dev.Sys
-	m.cleanup = runtime.AddCleanup(m, func(mem []byte) { _ = sys.Munmap(mem) }, mem)
+	m := newMapping(b, info.Mapping, d.persistent, d.dev.Sys, mem, 0)
 	b.m = m
 	return m, nil
 }

@@ -43,19 +43,26 @@
 //
 // In persistent mode (the default since 2.5, see [Attributes]) freeing does
 // not invalidate: the mapping keeps reading the old data until unpinned.
-// gdrdrv then never tears down a live mapping, so copies skip the fault
-// guard. Drivers older than 2.5 cannot say which mode they run in and get
-// the guard. What a copy costs on top of its kernel is one shared lock and
-// one atomic load, plus the guard where it applies.
+// gdrdrv then never tears down a live mapping, yet copies still run under
+// the guard, so that a fault nobody expected (a GPU reset, a driver bug)
+// becomes an error matching [ErrFault] rather than a crash. Drivers older
+// than 2.5 cannot say which mode they run in and are treated as
+// non-persistent. What a copy costs on top of its kernel is one atomic load
+// of the mapping's state, a bounds check and the guard (two calls of
+// SetPanicOnFault and a deferred recover); BenchmarkCopy measures it.
 //
 // # Concurrency
 //
-// All types are safe for concurrent use. Copies through one Mapping take only
-// a shared lock of that Mapping: copies on distinct mappings, or on the same
-// one, run in parallel with no process-wide lock (libgdrapi itself is not
-// thread-safe and NCCL serialises it globally). Close waits for the copies in
-// flight, then unmaps, so a racing copy fails cleanly with an error matching
-// [io/fs.ErrClosed] rather than touching unmapped memory.
+// All types are safe for concurrent use. Copies take no lock at all: copies
+// on distinct mappings, or on the same one, run in parallel with no
+// process-wide lock (libgdrapi itself is not thread-safe and NCCL
+// serialises it globally). Closing a [Mapping] (directly, or through its
+// Buffer or Driver) replaces the mapping at once with an inaccessible
+// reservation of the same addresses, so a copy racing with Close either
+// completes before it or faults on the reservation and fails with an error
+// matching [io/fs.ErrClosed]; no copy touches the memory once Close has
+// returned, and the addresses are not reused while a copy may still run on
+// them.
 //
 // # Processes
 //

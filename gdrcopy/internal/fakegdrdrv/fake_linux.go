@@ -258,6 +258,24 @@ func (m *Module) Free(ptr uint64) error {
 	return errors.Join(errs...)
 }
 
+// Zap tears down every mapping of the pins that cover ptr behind the
+// driver's back, as a GPU reset or a driver fault might: the pages stay
+// mapped but any access raises SIGBUS. Unlike Free in non-persistent mode
+// it leaves the callback flag clear and the pin intact.
+func (m *Module) Zap(ptr uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for f := range m.live {
+		for _, r := range f.mrs {
+			if r.vma != nil && r.mapType != gdrdrv.MRNone && ptr >= r.va && ptr-r.va < r.mappedSize {
+				errs = append(errs, m.zap(r.vma))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // ReadDevice simulates cuMemcpyDtoH of len(p) bytes at ptr.
 func (m *Module) ReadDevice(p []byte, ptr uint64) error {
 	m.mu.Lock()
@@ -571,16 +589,25 @@ func (m *Module) freeMR(r *mr) {
 // and mark the mr unmapped. mr->vma itself is left set, as in the module.
 func (m *Module) destroyMappings(r *mr) error {
 	var err error
-	if v := r.vma; v != nil && len(v.b) > 0 {
-		length := roundUp(uint64(len(v.b)), uint64(m.pageSize))
-		_, err = unix.MmapPtr(m.zapFD, 0, unsafe.Pointer(unsafe.SliceData(v.b)), uintptr(length),
-			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
-		if err != nil {
-			err = fmt.Errorf("fakegdrdrv: zap mapping: %w", err)
-		}
+	if v := r.vma; v != nil {
+		err = m.zap(v)
 	}
 	r.mapType = gdrdrv.MRNone
 	return err
+}
+
+// zap maps the empty memfd over v, so that access raises SIGBUS.
+func (m *Module) zap(v *vma) error {
+	if len(v.b) == 0 {
+		return nil
+	}
+	length := roundUp(uint64(len(v.b)), uint64(m.pageSize))
+	_, err := unix.MmapPtr(m.zapFD, 0, unsafe.Pointer(unsafe.SliceData(v.b)), uintptr(length),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
+	if err != nil {
+		return fmt.Errorf("fakegdrdrv: zap mapping: %w", err)
+	}
+	return nil
 }
 
 // getCBFlag is gdrdrv.c gdrdrv_get_cb_flag: handle@0, flag@8 out.
@@ -745,6 +772,27 @@ func (m *Module) Munmap(b []byte) error {
 	if err := unix.Munmap(b); err != nil {
 		return err
 	}
+	return m.vmaClose(b)
+}
+
+// Reserve maps an inaccessible anonymous region over b, which unmaps it as
+// munmap does (gdrdrv.c gdrdrv_vma_close runs for a mapping of the module).
+func (m *Module) Reserve(b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(b) > 0 {
+		_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)),
+			unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
+		if err != nil {
+			return err
+		}
+	}
+	return m.vmaClose(b)
+}
+
+// vmaClose is gdrdrv.c gdrdrv_vma_close for the mapping at b, if b is one
+// of the module's. The caller holds m.mu.
+func (m *Module) vmaClose(b []byte) error {
 	key := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	v, ok := m.vmas[key]
 	if !ok {
