@@ -258,18 +258,20 @@ func (m *Module) Free(ptr uint64) error {
 	return errors.Join(errs...)
 }
 
-// Zap tears down every mapping of the pins that cover ptr behind the
-// driver's back, as a GPU reset or a driver fault might: the pages stay
-// mapped but any access raises SIGBUS. Unlike Free in non-persistent mode
-// it leaves the callback flag clear and the pin intact.
+// Zap makes every mapping of the pins that cover ptr inaccessible behind
+// the driver's back (mprotect PROT_NONE), as a GPU reset or a driver fault
+// might: any access then faults with SIGSEGV. Unlike Free in
+// non-persistent mode it leaves the callback flag clear and the pin intact.
 func (m *Module) Zap(ptr uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error
 	for f := range m.live {
 		for _, r := range f.mrs {
-			if r.vma != nil && r.mapType != gdrdrv.MRNone && ptr >= r.va && ptr-r.va < r.mappedSize {
-				errs = append(errs, m.zap(r.vma))
+			if v := r.vma; v != nil && r.mapType != gdrdrv.MRNone && ptr >= r.va && ptr-r.va < r.mappedSize {
+				if err := unix.Mprotect(v.b, unix.PROT_NONE); err != nil {
+					errs = append(errs, fmt.Errorf("fakegdrdrv: zap mapping: %w", err))
+				}
 			}
 		}
 	}
@@ -589,25 +591,16 @@ func (m *Module) freeMR(r *mr) {
 // and mark the mr unmapped. mr->vma itself is left set, as in the module.
 func (m *Module) destroyMappings(r *mr) error {
 	var err error
-	if v := r.vma; v != nil {
-		err = m.zap(v)
+	if v := r.vma; v != nil && len(v.b) > 0 {
+		length := roundUp(uint64(len(v.b)), uint64(m.pageSize))
+		_, err = unix.MmapPtr(m.zapFD, 0, unsafe.Pointer(unsafe.SliceData(v.b)), uintptr(length),
+			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
+		if err != nil {
+			err = fmt.Errorf("fakegdrdrv: zap mapping: %w", err)
+		}
 	}
 	r.mapType = gdrdrv.MRNone
 	return err
-}
-
-// zap maps the empty memfd over v, so that access raises SIGBUS.
-func (m *Module) zap(v *vma) error {
-	if len(v.b) == 0 {
-		return nil
-	}
-	length := roundUp(uint64(len(v.b)), uint64(m.pageSize))
-	_, err := unix.MmapPtr(m.zapFD, 0, unsafe.Pointer(unsafe.SliceData(v.b)), uintptr(length),
-		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
-	if err != nil {
-		return fmt.Errorf("fakegdrdrv: zap mapping: %w", err)
-	}
-	return nil
 }
 
 // getCBFlag is gdrdrv.c gdrdrv_get_cb_flag: handle@0, flag@8 out.
