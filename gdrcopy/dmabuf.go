@@ -151,9 +151,9 @@ func dmabufMmapError(op string, err error) error {
 	var errno syscall.Errno
 	if errors.As(err, &errno) && (errno == errnoENOTSUPP || errno == syscall.EOPNOTSUPP || errno == syscall.ENODEV) {
 		return fmt.Errorf("%w: %s: the NVIDIA driver exported the memory as a dma-buf but cannot map it into the CPU "+
-			"(mmap: %w, errno %d): CPU mappings of GPU dma-bufs need an NVIDIA driver for CUDA 13.3 or later "+
+			"(mmap: %w): CPU mappings of GPU dma-bufs need an NVIDIA driver for CUDA 13.3 or later "+
 			"(cuDriverGetVersion 13030, the minimum libgdrapi's DMA-BUF backend accepts); "+
-			"with an older driver, load gdrdrv instead", ErrNotSupported, op, err, int(errno))
+			"with an older driver, load gdrdrv instead", ErrNotSupported, op, err)
 	}
 	return fmt.Errorf("gdrcopy: %s: mmap of the dma-buf: %w", op, err)
 }
