@@ -138,6 +138,24 @@ func (m *Mapping) CopyFromDevice(dst []byte, off int) (err error) {
 	return nil
 }
 
+// Kernels returns the bare copy kernels that CopyToDevice and
+// CopyFromDevice run for this mapping's type, with no bounds or state
+// check and no fault guard: the wccopy kernels for write-combining and
+// device mappings, copy for caching ones. Their arguments are a slice of
+// [Mapping.Bytes] on the device side (dst of toDevice, src of fromDevice)
+// and ordinary memory on the other; like copy, they copy min(len(dst),
+// len(src)) bytes and return that count. They exist to measure what the API
+// adds to a copy (gdrbench copylat), and for the rare caller that must copy
+// through Bytes with the right access widths and fences.
+func (m *Mapping) Kernels() (toDevice, fromDevice func(dst, src []byte) int) {
+	if m.typ == MappingCaching {
+		return copyBytes, copyBytes
+	}
+	return wccopy.ToDevice, wccopy.FromDevice
+}
+
+func copyBytes(dst, src []byte) int { return copy(dst, src) }
+
 // guard ends every copy, deferred: it restores the goroutine's
 // panic-on-fault setting to pof and turns a fault on the mapping into *err.
 // Any other panic goes on.
