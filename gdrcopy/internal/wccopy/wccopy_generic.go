@@ -1,11 +1,9 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package wccopy
 
 // variants is the registry for builds without assembly: every GOARCH but
-// amd64, and the purego tag. Arm64 has no kernels of its own yet (libgdrapi
-// uses STP/NEON and LS64 there); they are not written because they cannot
-// be tested on the hosts this package is developed on.
+// amd64 and arm64, and the purego tag.
 var variants = []Variant{genericVariant}
 
 // toDevice is ToDevice's implementation: the generic kernel.

@@ -343,7 +343,8 @@ func TestGODEBUG(t *testing.T) {
 		{"cpu.avx=off", []string{"movdir64b", "avx2"}},
 		{"cpu.sse41=off", []string{"sse41"}},
 		{"cpu.avx2=off,cpu.sse41=off", []string{"movdir64b", "avx2", "sse41"}},
-		{"cpu.all=off", []string{"movdir64b", "avx2", "sse41"}},
+		{"cpu.all=off", []string{"movdir64b", "avx2", "sse41", "neon"}},
+		{"cpu.asimd=off", []string{"neon"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.godebug, func(t *testing.T) {
