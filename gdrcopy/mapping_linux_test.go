@@ -11,6 +11,7 @@ import (
 	"math"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -295,6 +296,19 @@ func BenchmarkCopy(b *testing.B) {
 	_, m := pinMap(b, d, allocAligned(b, mod, size), size)
 	dp, modp := openFake(b, fakegdrdrv.Config{Persistent: true})
 	_, mp := pinMap(b, dp, allocAligned(b, modp, size), size)
+	b.Run("store64/kernel", func(b *testing.B) {
+		p := (*uint64)(unsafe.Pointer(unsafe.SliceData(mp.mem)))
+		for b.Loop() {
+			wccopy.Store64(p, 1)
+		}
+	})
+	b.Run("store64/persistent", func(b *testing.B) {
+		for b.Loop() {
+			if err := mp.StoreUint64(0, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, n := range []int{8, 64, 4096, size} {
 		buf := make([]byte, n)
 		for _, p := range []struct {

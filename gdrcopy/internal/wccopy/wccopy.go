@@ -111,3 +111,18 @@ func ToDevice(dst, src []byte) int {
 func FromDevice(dst, src []byte) int {
 	return fromDevice(dst, src)
 }
+
+// Store32 stores v at p, device memory, with one naturally aligned 4-byte
+// store, and fences as ToDevice does: the store of a flag or a doorbell,
+// without the copy ladder. p must be 4-byte aligned.
+func Store32(p *uint32, v uint32) { store32(p, v) }
+
+// Store64 is Store32 for an 8-byte aligned 8-byte word.
+func Store64(p *uint64, v uint64) { store64(p, v) }
+
+// Load32 loads the 4-byte word at p, device memory, with one naturally
+// aligned load, and fences as FromDevice does. p must be 4-byte aligned.
+func Load32(p *uint32) uint32 { return load32(p) }
+
+// Load64 is Load32 for an 8-byte aligned 8-byte word.
+func Load64(p *uint64) uint64 { return load64(p) }

@@ -190,3 +190,38 @@ TEXT ·loadSTP(SB), NOSPLIT, $0-24
 	TAIL
 	LOAD_FENCE
 	RET
+
+// The word kernels: one naturally aligned access, then the fence of the
+// copy kernels of the same direction.
+
+// func store32(p *uint32, v uint32)
+TEXT ·store32(SB), NOSPLIT, $0-12
+	MOVD	p+0(FP), R0
+	MOVWU	v+8(FP), R1
+	MOVW	R1, (R0)
+	STORE_FENCE
+	RET
+
+// func store64(p *uint64, v uint64)
+TEXT ·store64(SB), NOSPLIT, $0-16
+	MOVD	p+0(FP), R0
+	MOVD	v+8(FP), R1
+	MOVD	R1, (R0)
+	STORE_FENCE
+	RET
+
+// func load32(p *uint32) uint32
+TEXT ·load32(SB), NOSPLIT, $0-12
+	MOVD	p+0(FP), R0
+	MOVWU	(R0), R1
+	LOAD_FENCE
+	MOVW	R1, ret+8(FP)
+	RET
+
+// func load64(p *uint64) uint64
+TEXT ·load64(SB), NOSPLIT, $0-16
+	MOVD	p+0(FP), R0
+	MOVD	(R0), R1
+	LOAD_FENCE
+	MOVD	R1, ret+8(FP)
+	RET

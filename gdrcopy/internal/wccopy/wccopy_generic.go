@@ -14,3 +14,13 @@ func fromDevice(dst, src []byte) int { return fromDeviceGeneric(dst, src) }
 
 // selected names the kernels toDevice and fromDevice call.
 func selected() (to, from string) { return "generic", "generic" }
+
+// The word kernels of the generic variant: one access, then the fence.
+
+func store32(p *uint32, v uint32) { *p = v; fence() }
+
+func store64(p *uint64, v uint64) { *p = v; fence() }
+
+func load32(p *uint32) uint32 { v := *p; fence(); return v }
+
+func load64(p *uint64) uint64 { v := *p; fence(); return v }
