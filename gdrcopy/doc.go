@@ -19,6 +19,19 @@
 // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set so that synchronous CUDA copies are
 // ordered with BAR accesses; this package does not set it.
 //
+// # DMA-BUF
+//
+// Where gdrdrv is not loaded, [OpenOptions] can reach GPU memory without
+// it, as libgdrapi 2.6 does (GDRCOPY_USE_DMABUF_MMAP): the caller supplies
+// an [Exporter] that exports the range as a dma-buf
+// (cuMemGetHandleForAddressRange), and the Buffer maps the dma-buf's
+// descriptor behind the same [Mapping] API. The order is gdrdrv first, then
+// DMA-BUF when gdrdrv is absent; [Options.ForceDMABUF] goes to DMA-BUF
+// directly. The NVIDIA driver must be able to map its dma-bufs for the CPU,
+// which libgdrapi expects from CUDA 13.3 drivers on; older ones export but
+// refuse the mmap (errno 524, ENOTSUPP), and [Buffer.Map] returns an error
+// matching [ErrNotSupported] that says so.
+//
 // # Alignment
 //
 // gdrdrv works in 64 KiB GPU pages. [Driver.Pin] accepts any address and
