@@ -60,8 +60,11 @@ type Options struct {
 // which libgdrapi 2.6 expects from CUDA 13.3 drivers on (cuda_wrapper.c
 // checks cuDriverGetVersion >= 13030); an older driver exports but refuses
 // the mapping, and Map says so. Pins work in host pages, not 64 KiB GPU
-// pages, so any host-page aligned address maps; mappings never invalidate
-// (they are persistent), and [Driver.Version] is 0.
+// pages: the range is rounded out to whole host pages for the export (which
+// the exporter refuses if the rounded range leaves the allocation), and the
+// mapping starts at the pinned address, so no 64 KiB alignment is needed.
+// Mappings never invalidate (they are persistent), and [Driver.Version] is
+// 0.
 func OpenOptions(o Options) (*Driver, error) {
 	if o.Path == "" {
 		o.Path = DefaultPath

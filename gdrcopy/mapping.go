@@ -61,8 +61,8 @@ const (
 	stateFaulted
 )
 
-// newMapping returns the Mapping of raw, whose first len(raw)-off bytes
-// from off are the buffer. Its cleanup, for a Mapping dropped without
+// newMapping returns the Mapping of raw, in which b's Size bytes start at
+// off. Its cleanup, for a Mapping dropped without
 // Close, unmaps raw unless Bytes handed it out (see [Mapping.Bytes]), and
 // otherwise releases the reservation Close left.
 func newMapping(b *Buffer, typ MappingType, persistent bool, sys gdrdrv.Syscalls, raw []byte, off int) *Mapping {
