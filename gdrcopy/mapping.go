@@ -109,12 +109,18 @@ func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
 		return nil
 	}
 	dst := m.mem[off : off+len(src) : off+len(src)]
-	defer m.guard("copy to device", &err, debug.SetPanicOnFault(true))
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("copy to device", g, recover())
+		}
+	}()
 	if m.typ == MappingCaching {
 		copy(dst, src)
 	} else {
 		wccopy.ToDevice(dst, src)
 	}
+	g.disarm()
 	return nil
 }
 
@@ -129,12 +135,18 @@ func (m *Mapping) CopyFromDevice(dst []byte, off int) (err error) {
 		return nil
 	}
 	src := m.mem[off : off+len(dst) : off+len(dst)]
-	defer m.guard("copy from device", &err, debug.SetPanicOnFault(true))
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("copy from device", g, recover())
+		}
+	}()
 	if m.typ == MappingCaching {
 		copy(dst, src)
 	} else {
 		wccopy.FromDevice(dst, src)
 	}
+	g.disarm()
 	return nil
 }
 
@@ -156,14 +168,23 @@ func (m *Mapping) Kernels() (toDevice, fromDevice func(dst, src []byte) int) {
 
 func copyBytes(dst, src []byte) int { return copy(dst, src) }
 
-// guard ends every copy, deferred: it restores the goroutine's
-// panic-on-fault setting to pof and turns a fault on the mapping into *err.
-// Any other panic goes on.
-func (m *Mapping) guard(op string, err *error, pof bool) {
-	debug.SetPanicOnFault(pof)
-	if r := recover(); r != nil {
-		*err = m.fault(op, r)
-	}
+// guard is the fault guard of one copy. armGuard turns panic-on-fault on
+// for the goroutine; disarm, after the kernel returned, restores the
+// goroutine's setting. A copy defers a function that does nothing once the
+// guard is disarmed, and otherwise hands what it recovers to
+// [Mapping.fault], which restores the setting first. The deferred function
+// calls recover only on the fault path, which keeps the normal path to two
+// calls of SetPanicOnFault and the deferred call.
+type guard struct {
+	pof  bool // the goroutine's setting before the copy
+	done bool // the kernel returned
+}
+
+func armGuard() *guard { return &guard{pof: debug.SetPanicOnFault(true)} }
+
+func (g *guard) disarm() {
+	debug.SetPanicOnFault(g.pof)
+	g.done = true
 }
 
 // errNoAddress is the runtime's value for a memory fault whose address is
@@ -178,7 +199,8 @@ var errNoAddress = func() (r any) {
 	return nil
 }()
 
-// fault classifies r, a panic recovered from a copy. A fault inside the
+// fault restores the goroutine's panic-on-fault setting saved in g and
+// classifies r, a panic recovered from a copy. A fault inside the
 // mapping after Close is ErrClosed. In non-persistent mode any other fault
 // inside it means the driver tore the mapping down because the memory was
 // freed (gdrdrv.c gdrdrv_get_pages_free_callback): ErrInvalidated. In
@@ -191,7 +213,8 @@ var errNoAddress = func() (r any) {
 // again. Real kernels report the address of a SIGBUS on a torn-down gdrdrv
 // mapping, but qemu-user 7.2 does not: it delivers the SIGBUS that the host
 // raises for the guest with si_addr zero or unrelated to the access.
-func (m *Mapping) fault(op string, r any) error {
+func (m *Mapping) fault(op string, g *guard, r any) error {
+	debug.SetPanicOnFault(g.pof)
 	f, hasAddr := r.(interface{ Addr() uintptr })
 	if !hasAddr && r != errNoAddress {
 		panic(r)

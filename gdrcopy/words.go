@@ -2,7 +2,6 @@ package gdrcopy
 
 import (
 	"fmt"
-	"runtime/debug"
 	"unsafe"
 
 	"github.com/p2pkit/p2pkit/gdrcopy/internal/wccopy"
@@ -18,8 +17,14 @@ func (m *Mapping) StoreUint32(off int, v uint32) (err error) {
 	if !ok {
 		return m.refuseWord("store uint32", off, 4)
 	}
-	defer m.guard("store uint32", &err, debug.SetPanicOnFault(true))
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("store uint32", g, recover())
+		}
+	}()
 	wccopy.Store32((*uint32)(p), v)
+	g.disarm()
 	return nil
 }
 
@@ -29,8 +34,14 @@ func (m *Mapping) StoreUint64(off int, v uint64) (err error) {
 	if !ok {
 		return m.refuseWord("store uint64", off, 8)
 	}
-	defer m.guard("store uint64", &err, debug.SetPanicOnFault(true))
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("store uint64", g, recover())
+		}
+	}()
 	wccopy.Store64((*uint64)(p), v)
+	g.disarm()
 	return nil
 }
 
@@ -43,8 +54,15 @@ func (m *Mapping) LoadUint32(off int) (v uint32, err error) {
 	if !ok {
 		return 0, m.refuseWord("load uint32", off, 4)
 	}
-	defer m.guard("load uint32", &err, debug.SetPanicOnFault(true))
-	return wccopy.Load32((*uint32)(p)), nil
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("load uint32", g, recover())
+		}
+	}()
+	v = wccopy.Load32((*uint32)(p))
+	g.disarm()
+	return v, nil
 }
 
 // LoadUint64 is LoadUint32 for an 8-byte aligned 8-byte word.
@@ -53,8 +71,15 @@ func (m *Mapping) LoadUint64(off int) (v uint64, err error) {
 	if !ok {
 		return 0, m.refuseWord("load uint64", off, 8)
 	}
-	defer m.guard("load uint64", &err, debug.SetPanicOnFault(true))
-	return wccopy.Load64((*uint64)(p)), nil
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("load uint64", g, recover())
+		}
+	}()
+	v = wccopy.Load64((*uint64)(p))
+	g.disarm()
+	return v, nil
 }
 
 // word returns the address of the size-byte word at off, or false if the
