@@ -20,6 +20,11 @@ type Buffer struct {
 	addr   uint64
 	size   uint64
 
+	// dmabuf is the exported dma-buf of the DMA-BUF backend, nil for
+	// gdrdrv; cleanup closes its descriptor if b is dropped unclosed.
+	dmabuf  *dmabufPin
+	cleanup runtime.Cleanup
+
 	mu     sync.Mutex // guards closed and m; see Driver.mu for the lock order
 	closed bool
 	m      *Mapping
@@ -97,6 +102,14 @@ func (b *Buffer) Info() (Info, error) {
 // open.
 func (b *Buffer) info() (Info, error) {
 	d := b.d
+	if p := b.dmabuf; p != nil {
+		// gdrapi.c gdr_get_info_dmabuf: the exported range in host pages.
+		t := MappingNone
+		if b.m != nil {
+			t = p.typ
+		}
+		return Info{VA: p.start, MappedSize: p.length, PageSize: uint32(os.Getpagesize()), Mapping: t}, nil
+	}
 	if d.version >= versionGetInfoV2 {
 		p := gdrdrv.GetInfoV2Params{Handle: b.handle}
 		if err := d.dev.GetInfoV2(&p); err != nil {
@@ -138,6 +151,9 @@ func (b *Buffer) Invalidated() (bool, error) {
 // invalidated issues GET_CB_FLAG. The caller holds b.mu and keeps the
 // driver open.
 func (b *Buffer) invalidated() (bool, error) {
+	if b.dmabuf != nil {
+		return false, nil // gdrapi.c gdr_get_callback_flag: always 0
+	}
 	p := gdrdrv.GetCBFlagParams{Handle: b.handle}
 	if err := b.d.dev.GetCBFlag(&p); err != nil {
 		return false, driverError("get callback flag", err)
@@ -146,7 +162,7 @@ func (b *Buffer) invalidated() (bool, error) {
 		return false, nil
 	}
 	if b.m != nil {
-		b.m.invalid.Store(true)
+		b.m.s.flags.Or(stateInvalid)
 	}
 	return true, nil
 }
@@ -192,6 +208,9 @@ func (b *Buffer) MapAs(t MappingType) (*Mapping, error) {
 	if b.m != nil {
 		return nil, fmt.Errorf("gdrcopy: %s: %w", op, errAlreadyMapped)
 	}
+	if b.dmabuf != nil {
+		return b.mapDMABUF(op, t)
+	}
 	if off := b.addr & gdrdrv.GPUPageOffset; off != 0 {
 		return nil, fmt.Errorf("%w: %s starts %d bytes into its GPU page, and gdrdrv maps only from a page start "+
 			"because the rest of the page may belong to another allocation; allocate 64 KiB more and pin from %#x",
@@ -230,11 +249,7 @@ func (b *Buffer) MapAs(t MappingType) (*Mapping, error) {
 	if err != nil {
 		return nil, errors.Join(err, d.dev.Sys.Munmap(mem))
 	}
-	m := &Mapping{b: b, typ: info.Mapping, guarded: !d.persistent, mem: mem[:b.size:b.size], raw: mem}
-	// A safety net for a Mapping dropped with its Driver unclosed. It must
-	// not reach m, or m would never be collected: it holds only the boundary.
-	sys := d.dev.Sys
-	m.cleanup = runtime.AddCleanup(m, func(mem []byte) { _ = sys.Munmap(mem) }, mem)
+	m := newMapping(b, info.Mapping, d.persistent, d.dev.Sys, mem, 0)
 	b.m = m
 	return m, nil
 }
@@ -273,6 +288,13 @@ func (b *Buffer) close() error {
 		return nil
 	}
 	b.closed = true
+	if b.dmabuf != nil {
+		err := b.closeDMABUF()
+		b.d.bufMu.Lock()
+		delete(b.d.buffers, b)
+		b.d.bufMu.Unlock()
+		return err
+	}
 	var errs []error
 	if b.m != nil {
 		errs = append(errs, b.m.unmap())

@@ -19,6 +19,19 @@
 // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set so that synchronous CUDA copies are
 // ordered with BAR accesses; this package does not set it.
 //
+// # DMA-BUF
+//
+// Where gdrdrv is not loaded, [OpenOptions] can reach GPU memory without
+// it, as libgdrapi 2.6 does (GDRCOPY_USE_DMABUF_MMAP): the caller supplies
+// an [Exporter] that exports the range as a dma-buf
+// (cuMemGetHandleForAddressRange), and the Buffer maps the dma-buf's
+// descriptor behind the same [Mapping] API. The order is gdrdrv first, then
+// DMA-BUF when gdrdrv is absent; [Options.ForceDMABUF] goes to DMA-BUF
+// directly. The NVIDIA driver must be able to map its dma-bufs for the CPU,
+// which libgdrapi expects from CUDA 13.3 drivers on; older ones export but
+// refuse the mmap (errno 524, ENOTSUPP), and [Buffer.Map] returns an error
+// matching [ErrNotSupported] that says so.
+//
 // # Alignment
 //
 // gdrdrv works in 64 KiB GPU pages. [Driver.Pin] accepts any address and
@@ -43,19 +56,27 @@
 //
 // In persistent mode (the default since 2.5, see [Attributes]) freeing does
 // not invalidate: the mapping keeps reading the old data until unpinned.
-// gdrdrv then never tears down a live mapping, so copies skip the fault
-// guard. Drivers older than 2.5 cannot say which mode they run in and get
-// the guard. What a copy costs on top of its kernel is one shared lock and
-// one atomic load, plus the guard where it applies.
+// gdrdrv then never tears down a live mapping, yet copies still run under
+// the guard, so that a fault nobody expected (a GPU reset, a driver bug)
+// becomes an error matching [ErrFault] rather than a crash. Drivers older
+// than 2.5 cannot say which mode they run in and are treated as
+// non-persistent. What a copy costs on top of its kernel is one atomic load
+// of the mapping's state, a bounds check and the guard (two calls of
+// SetPanicOnFault and one deferred call, which recovers only on a fault);
+// BenchmarkCopy measures it.
 //
 // # Concurrency
 //
-// All types are safe for concurrent use. Copies through one Mapping take only
-// a shared lock of that Mapping: copies on distinct mappings, or on the same
-// one, run in parallel with no process-wide lock (libgdrapi itself is not
-// thread-safe and NCCL serialises it globally). Close waits for the copies in
-// flight, then unmaps, so a racing copy fails cleanly with an error matching
-// [io/fs.ErrClosed] rather than touching unmapped memory.
+// All types are safe for concurrent use. Copies take no lock at all: copies
+// on distinct mappings, or on the same one, run in parallel with no
+// process-wide lock (libgdrapi itself is not thread-safe and NCCL
+// serialises it globally). Closing a [Mapping] (directly, or through its
+// Buffer or Driver) replaces the mapping at once with an inaccessible
+// reservation of the same addresses, so a copy racing with Close either
+// completes before it or faults on the reservation and fails with an error
+// matching [io/fs.ErrClosed]; no copy touches the memory once Close has
+// returned, and the addresses are not reused while a copy may still run on
+// them.
 //
 // # Processes
 //

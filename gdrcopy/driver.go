@@ -20,9 +20,13 @@ type Driver struct {
 	path    string
 	version Version
 	// persistent records that the driver pins with the NVIDIA persistent
-	// API and so never tears down a live mapping; copies then skip the
-	// fault guard. Known only from gdrdrv 2.5 on (GET_ATTR).
+	// API and so never tears down a live mapping: a fault on one is then
+	// ErrFault, not ErrInvalidated. Known only from gdrdrv 2.5 on
+	// (GET_ATTR); always true for the DMA-BUF backend.
 	persistent bool
+	// exp is the exporter of the DMA-BUF backend; nil for gdrdrv, whose
+	// descriptor is dev.FD.
+	exp Exporter
 
 	// mu guards the descriptor: operations that use it hold mu shared,
 	// Close holds it exclusively. Lock order: Driver.mu, Buffer.mu,
@@ -93,7 +97,8 @@ func open(sys gdrdrv.Syscalls, path string) (*Driver, error) {
 	return d, nil
 }
 
-// Version returns the version of the loaded gdrdrv module.
+// Version returns the version of the loaded gdrdrv module; 0 for the
+// DMA-BUF backend.
 func (d *Driver) Version() Version {
 	return d.version
 }
@@ -108,6 +113,9 @@ type Attributes struct {
 	// ForcePCIe reports that pins may carry [PinForcePCIe]
 	// (GDRDRV_ATTR_SUPPORT_PIN_FLAG_FORCE_PCIE).
 	ForcePCIe bool
+	// DMABUF reports that the driver maps dma-bufs instead of using
+	// gdrdrv (see [OpenOptions]; libgdrapi's GDR_ATTR_USING_DMA_BUF_MMAP).
+	DMABUF bool
 }
 
 // Attributes queries the driver's attributes with GET_ATTR. A driver older
@@ -120,6 +128,10 @@ func (d *Driver) Attributes() (Attributes, error) {
 		return Attributes{}, closedError("attributes")
 	}
 	var a Attributes
+	if d.exp != nil {
+		// gdrapi.c gdr_get_attribute answers 1 to all three for dma-buf.
+		return Attributes{PersistentMapping: true, ForcePCIe: true, DMABUF: true}, nil
+	}
 	if d.version < versionGetAttr {
 		return a, nil
 	}
@@ -185,6 +197,14 @@ func (d *Driver) Pin(devPtr, size uint64, flags PinFlags) (*Buffer, error) {
 	if d.closed {
 		return nil, closedError(op)
 	}
+	if d.exp != nil {
+		b, err := d.pinDMABUF(op, devPtr, size, flags)
+		if err != nil {
+			return nil, err
+		}
+		d.addBuffer(b)
+		return b, nil
+	}
 	var handle uint64
 	if d.version >= versionPinBufferV2 {
 		p := gdrdrv.PinBufferV2Params{Addr: devPtr, Size: length, Flags: uint32(flags)}
@@ -204,10 +224,15 @@ func (d *Driver) Pin(devPtr, size uint64, flags PinFlags) (*Buffer, error) {
 		handle = p.Handle
 	}
 	b := &Buffer{d: d, handle: handle, addr: devPtr, size: size}
+	d.addBuffer(b)
+	return b, nil
+}
+
+// addBuffer records b as open through d.
+func (d *Driver) addBuffer(b *Buffer) {
 	d.bufMu.Lock()
 	d.buffers[b] = struct{}{}
 	d.bufMu.Unlock()
-	return b, nil
 }
 
 // pinError explains the errnos a pin commonly fails with; the NVIDIA
@@ -247,8 +272,10 @@ func (d *Driver) Close() error {
 	for _, b := range buffers {
 		errs = append(errs, b.close())
 	}
-	if err := d.dev.Sys.Close(d.dev.FD); err != nil {
-		errs = append(errs, fmt.Errorf("gdrcopy: close %s: %w", d.path, err))
+	if d.exp == nil {
+		if err := d.dev.Sys.Close(d.dev.FD); err != nil {
+			errs = append(errs, fmt.Errorf("gdrcopy: close %s: %w", d.path, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -26,6 +26,11 @@ var (
 	// was pinned, and gdrdrv tore down its mapping.
 	ErrInvalidated = errors.New("gdrcopy: GPU memory was freed while pinned")
 
+	// ErrFault means an access to a mapping faulted where the driver should
+	// never have torn it down (persistent mode, or a DMA-BUF mapping): the
+	// mapping is unusable, and copies through it keep failing.
+	ErrFault = errors.New("gdrcopy: access to the mapping faulted")
+
 	// ErrForeignProcess means the descriptor of /dev/gdrdrv belongs to
 	// another process: gdrdrv serves only the process that opened it.
 	ErrForeignProcess = errors.New("gdrcopy: gdrdrv descriptor belongs to another process")

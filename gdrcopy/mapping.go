@@ -6,18 +6,17 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/p2pkit/p2pkit/gdrcopy/internal/gdrdrv"
 	"github.com/p2pkit/p2pkit/gdrcopy/internal/wccopy"
 )
 
 // Mapping is a buffer mapped into the process: CPU loads and stores reach
 // the GPU's memory through its BAR. Offsets are relative to the pinned
-// address. It is safe for concurrent use; copies hold a shared lock of the
-// Mapping only, so they run in parallel with each other and with copies on
-// other mappings.
+// address. It is safe for concurrent use, and copies take no lock: copies
+// on one mapping or on several run in parallel.
 //
 // Copies on write-combining and device mappings use the kernels of
 // gdrcopy/internal/wccopy, the counterpart of gdr_copy_to_mapping and
@@ -29,23 +28,68 @@ import (
 // stores and loads: they order nothing with GPU work already launched (see
 // the GPUDirect RDMA documentation on synchronization). Reads from a
 // write-combining mapping are uncached and far slower than writes.
+//
+// Every copy runs under a fault guard (runtime/debug.SetPanicOnFault): a
+// fault on the mapping becomes an error, never a crash. See the package
+// documentation, "Invalidation" and "Concurrency".
 type Mapping struct {
-	b       *Buffer
-	typ     MappingType
-	guarded bool        // copies catch faults: the driver may zap the mapping
-	invalid atomic.Bool // set once the memory is known to be freed
-	cleanup runtime.Cleanup
+	b          *Buffer
+	typ        MappingType
+	persistent bool   // the driver never tears the mapping down on its own
+	mem        []byte // the mapped buffer; fixed for the life of the Mapping
+	s          *mapState
+	cleanup    runtime.Cleanup
+}
 
-	mu  sync.RWMutex // held shared by copies, exclusively by unmap
-	mem []byte       // the mapped buffer; nil once unmapped
-	raw []byte       // as returned by mmap, rounded to host pages
+// mapState is the part of a Mapping that its cleanup reads; it must not
+// reference the Mapping, or the Mapping would never be collected.
+type mapState struct {
+	flags   atomic.Uint32 // stateClosed, stateInvalid, stateFaulted
+	exposed atomic.Bool   // Bytes handed the memory out
+	sys     gdrdrv.Syscalls
+	raw     []byte // as returned by mmap, rounded to host pages
+}
+
+// Mapping states, bits of mapState.flags. Any of them stops copies.
+const (
+	// stateClosed: the mapping was replaced by an inaccessible reservation.
+	stateClosed uint32 = 1 << iota
+	// stateInvalid: the GPU memory is known to be freed.
+	stateInvalid
+	// stateFaulted: an access faulted although the driver does not tear
+	// mappings down.
+	stateFaulted
+)
+
+// newMapping returns the Mapping of raw, in which b's Size bytes start at
+// off. Its cleanup, for a Mapping dropped without
+// Close, unmaps raw unless Bytes handed it out (see [Mapping.Bytes]), and
+// otherwise releases the reservation Close left.
+func newMapping(b *Buffer, typ MappingType, persistent bool, sys gdrdrv.Syscalls, raw []byte, off int) *Mapping {
+	s := &mapState{sys: sys, raw: raw}
+	m := &Mapping{b: b, typ: typ, persistent: persistent, mem: raw[off : off+int(b.size) : off+int(b.size)], s: s}
+	m.cleanup = runtime.AddCleanup(m, (*mapState).release, s)
+	return m
+}
+
+// release unmaps what a collected Mapping leaves: the mapping itself if it
+// was never closed, or the reservation that replaced it. It unmaps nothing
+// once Bytes has handed the memory out, since a slice of it may outlive
+// the Mapping; the mapping (or reservation) then lasts as long as the
+// process.
+func (s *mapState) release() {
+	if s.exposed.Load() {
+		return
+	}
+	_ = s.sys.Munmap(s.raw)
 }
 
 // Len returns the length of the mapping, the size the buffer was pinned
 // with; 0 once the mapping is closed.
 func (m *Mapping) Len() int {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	if m.s.flags.Load()&stateClosed != 0 {
+		return 0
+	}
 	return len(m.mem)
 }
 
@@ -55,93 +99,149 @@ func (m *Mapping) Type() MappingType { return m.typ }
 // CopyToDevice copies src to the mapping at off. Nothing is copied unless
 // the whole range lies within the mapping. Once the mapping is closed it
 // fails with an error matching [io/fs.ErrClosed]; once the GPU memory is
-// known to be freed, with [ErrInvalidated].
-func (m *Mapping) CopyToDevice(off int, src []byte) error {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if err := m.check("copy to device", off, len(src)); err != nil {
-		return err
+// known to be freed, with [ErrInvalidated]; after a fault on the mapping in
+// persistent mode, with [ErrFault].
+func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
+	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(src) > len(m.mem)-off {
+		return m.refuse("copy to device", off, len(src))
 	}
 	if len(src) == 0 {
 		return nil
 	}
-	dst := m.mem[off : off+len(src)]
-	if m.guarded {
-		return m.guardedCopy("copy to device", dst, src, true)
+	dst := m.mem[off : off+len(src) : off+len(src)]
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("copy to device", g, recover())
+		}
+	}()
+	if m.typ == MappingCaching {
+		copy(dst, src)
+	} else {
+		wccopy.ToDevice(dst, src)
 	}
-	m.kernel(dst, src, true)
+	g.disarm()
 	return nil
 }
 
 // CopyFromDevice copies len(dst) bytes of the mapping at off to dst.
 // Nothing is copied unless the whole range lies within the mapping. It fails
 // as CopyToDevice does.
-func (m *Mapping) CopyFromDevice(dst []byte, off int) error {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.copyFrom(dst, off)
-}
-
-// copyFrom is CopyFromDevice. The caller holds m.mu.
-func (m *Mapping) copyFrom(dst []byte, off int) error {
-	if err := m.check("copy from device", off, len(dst)); err != nil {
-		return err
+func (m *Mapping) CopyFromDevice(dst []byte, off int) (err error) {
+	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(dst) > len(m.mem)-off {
+		return m.refuse("copy from device", off, len(dst))
 	}
 	if len(dst) == 0 {
 		return nil
 	}
-	src := m.mem[off : off+len(dst)]
-	if m.guarded {
-		return m.guardedCopy("copy from device", dst, src, false)
-	}
-	m.kernel(dst, src, false)
-	return nil
-}
-
-// kernel copies src to dst with the kernel for the mapping type and
-// direction: libgdrapi's ladder of streaming stores or loads for
-// write-combining and device mappings, memcpy for caching ones.
-func (m *Mapping) kernel(dst, src []byte, toDevice bool) {
-	switch {
-	case m.typ == MappingCaching:
+	src := m.mem[off : off+len(dst) : off+len(dst)]
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("copy from device", g, recover())
+		}
+	}()
+	if m.typ == MappingCaching {
 		copy(dst, src)
-	case toDevice:
-		wccopy.ToDevice(dst, src)
-	default:
+	} else {
 		wccopy.FromDevice(dst, src)
 	}
+	g.disarm()
+	return nil
 }
 
-// guardedCopy runs kernel and turns a memory fault inside the mapping into
-// ErrInvalidated. gdrdrv zaps a live mapping only from the NVIDIA free
-// callback (gdrdrv.c gdrdrv_get_pages_free_callback), and only in
-// non-persistent mode, while the buffer is pinned and mapped, which the
-// Mapping's lock guarantees here; so a fault means the memory was freed.
-// Any other panic goes on.
-func (m *Mapping) guardedCopy(op string, dst, src []byte, toDevice bool) (err error) {
-	defer func() {
-		r := recover()
-		if r == nil {
-			return
-		}
-		fault, ok := r.(interface{ Addr() uintptr })
-		if !ok || !m.contains(fault.Addr()) {
+// Kernels returns the bare copy kernels that CopyToDevice and
+// CopyFromDevice run for this mapping's type, with no bounds or state
+// check and no fault guard: the wccopy kernels for write-combining and
+// device mappings, copy for caching ones. Their arguments are a slice of
+// [Mapping.Bytes] on the device side (dst of toDevice, src of fromDevice)
+// and ordinary memory on the other; like copy, they copy min(len(dst),
+// len(src)) bytes and return that count. They exist to measure what the API
+// adds to a copy (gdrbench copylat), and for the rare caller that must copy
+// through Bytes with the right access widths and fences.
+func (m *Mapping) Kernels() (toDevice, fromDevice func(dst, src []byte) int) {
+	if m.typ == MappingCaching {
+		return copyBytes, copyBytes
+	}
+	return wccopy.ToDevice, wccopy.FromDevice
+}
+
+func copyBytes(dst, src []byte) int { return copy(dst, src) }
+
+// guard is the fault guard of one copy. armGuard turns panic-on-fault on
+// for the goroutine; disarm, after the kernel returned, restores the
+// goroutine's setting. A copy defers a function that does nothing once the
+// guard is disarmed, and otherwise hands what it recovers to
+// [Mapping.fault], which restores the setting first. The deferred function
+// calls recover only on the fault path, which keeps the normal path to two
+// calls of SetPanicOnFault and the deferred call.
+type guard struct {
+	pof  bool // the goroutine's setting before the copy
+	done bool // the kernel returned
+}
+
+func armGuard() *guard { return &guard{pof: debug.SetPanicOnFault(true)} }
+
+func (g *guard) disarm() {
+	debug.SetPanicOnFault(g.pof)
+	g.done = true
+}
+
+// errNoAddress is the runtime's value for a memory fault whose address is
+// below 0x1000 (runtime/signal_unix.go sigpanic takes it for a nil
+// dereference, even with panic-on-fault). A copy dereferences only the
+// pointers of two non-empty slices, so inside the guard it means a fault
+// whose address got lost.
+var errNoAddress = func() (r any) {
+	defer func() { r = recover() }()
+	var p *byte
+	_ = *p
+	return nil
+}()
+
+// fault restores the goroutine's panic-on-fault setting saved in g and
+// classifies r, a panic recovered from a copy. A fault inside the
+// mapping after Close is ErrClosed. In non-persistent mode any other fault
+// inside it means the driver tore the mapping down because the memory was
+// freed (gdrdrv.c gdrdrv_get_pages_free_callback): ErrInvalidated. In
+// persistent mode nothing should tear it down, so the fault is reported as
+// such: ErrFault.
+//
+// A memory fault reported without an address, or at one outside the
+// mapping, is the mapping's only if the driver confirms that it tore the
+// mapping down (GET_CB_FLAG); otherwise it is not the mapping's and panics
+// again. Real kernels report the address of a SIGBUS on a torn-down gdrdrv
+// mapping, but qemu-user 7.2 does not: it delivers the SIGBUS that the host
+// raises for the guest with si_addr zero or unrelated to the access.
+func (m *Mapping) fault(op string, g *guard, r any) error {
+	debug.SetPanicOnFault(g.pof)
+	f, hasAddr := r.(interface{ Addr() uintptr })
+	if !hasAddr && r != errNoAddress {
+		panic(r)
+	}
+	where := fmt.Sprintf("%s %#x+%d", op, m.b.addr, m.b.size)
+	if !hasAddr || !m.contains(f.Addr()) {
+		if inv, err := m.b.Invalidated(); err != nil || !inv {
 			panic(r)
 		}
-		m.invalid.Store(true)
-		err = fmt.Errorf("%w: %s %#x+%d: the mapping faulted at %#x", ErrInvalidated, op, m.b.addr, m.b.size, fault.Addr())
-	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	m.kernel(dst, src, toDevice)
-	return nil
+		return fmt.Errorf("%w: %s: the mapping faulted", ErrInvalidated, where)
+	}
+	addr := f.Addr()
+	switch {
+	case m.s.flags.Load()&stateClosed != 0:
+		return closedError(op)
+	case m.persistent:
+		m.s.flags.Or(stateFaulted)
+		return fmt.Errorf("%w: %s: the mapping faulted at %#x although the driver does not tear mappings down", ErrFault, where, addr)
+	}
+	m.s.flags.Or(stateInvalid)
+	return fmt.Errorf("%w: %s: the mapping faulted at %#x", ErrInvalidated, where, addr)
 }
 
 // ReadAt implements [io.ReaderAt] over the mapping: a read that reaches the
 // end returns the bytes before it and [io.EOF].
 func (m *Mapping) ReadAt(p []byte, off int64) (int, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.mem == nil {
+	if m.s.flags.Load()&stateClosed != 0 {
 		return 0, closedError("read")
 	}
 	if off < 0 {
@@ -154,7 +254,7 @@ func (m *Mapping) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := int(min(int64(len(p)), int64(len(m.mem))-off))
-	if err := m.copyFrom(p[:n], int(off)); err != nil {
+	if err := m.CopyFromDevice(p[:n], int(off)); err != nil {
 		return 0, err
 	}
 	if n < len(p) {
@@ -175,12 +275,16 @@ func (m *Mapping) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// Bytes returns the mapped memory itself. It is an escape hatch and
-// unsafe:
+// Bytes returns the mapped memory itself, or nil once the mapping is
+// closed. It is an escape hatch and unsafe:
 //
 //   - the slice is valid only until the Mapping, its Buffer or its Driver is
-//     closed; using it after that faults, or worse, reaches whatever is
-//     mapped at that address later;
+//     closed; using it after that faults and crashes the program (Close
+//     leaves an inaccessible reservation at the addresses, so they are
+//     never reused for something else while the slice may be live);
+//   - a Mapping whose Bytes was called and that is dropped without Close
+//     stays mapped, and keeps its pin, until the process exits: a slice of
+//     it may still be in use, and the garbage collector cannot know;
 //   - accesses through it are not guarded: if the GPU memory is freed while
 //     pinned (non-persistent mode), the next access raises SIGBUS and
 //     crashes the program;
@@ -193,14 +297,25 @@ func (m *Mapping) WriteAt(p []byte, off int64) (int, error) {
 //
 // Prefer CopyToDevice and CopyFromDevice.
 func (m *Mapping) Bytes() []byte {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	m.s.exposed.Store(true)
+	if m.s.flags.Load()&stateClosed != 0 {
+		return nil
+	}
 	return m.mem
 }
 
-// Close unmaps the mapping, waiting for copies in flight, as gdr_unmap
-// does. The buffer stays pinned and may be mapped again. Close is
-// idempotent.
+// Close unmaps the mapping, as gdr_unmap does. The buffer stays pinned and
+// may be mapped again. Close is idempotent.
+//
+// Close does not wait for copies in flight, yet none of them touches the
+// memory once Close has returned: Close replaces the mapping at once with an
+// inaccessible reservation of the same addresses (mmap MAP_FIXED,
+// PROT_NONE), which unmaps the driver's mapping as munmap would. A copy
+// racing with Close therefore either completes before it, or faults on the
+// reservation and fails with an error matching [io/fs.ErrClosed], having
+// copied a prefix of its bytes. The reservation holds no memory; it is
+// released once the Mapping is garbage collected, so its addresses are not
+// reused while a copy on it may still run.
 func (m *Mapping) Close() error {
 	b := m.b
 	b.mu.Lock()
@@ -212,40 +327,35 @@ func (m *Mapping) Close() error {
 	return m.unmap()
 }
 
-// unmap unmaps the memory. The caller holds b.mu.
+// unmap closes m. The caller holds b.mu.
 func (m *Mapping) unmap() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.raw == nil {
+	if m.s.flags.Or(stateClosed)&stateClosed != 0 {
 		return nil
 	}
-	m.cleanup.Stop()
-	err := m.b.d.dev.Sys.Munmap(m.raw)
-	m.mem, m.raw = nil, nil
-	if err != nil {
+	if err := m.s.sys.Reserve(m.s.raw); err != nil {
 		return fmt.Errorf("gdrcopy: unmap %#x+%d: %w", m.b.addr, m.b.size, err)
 	}
 	return nil
 }
 
-// check validates a copy of n bytes at off. The caller holds m.mu.
-func (m *Mapping) check(op string, off, n int) error {
-	if m.mem == nil {
+// refuse explains why a copy of n bytes at off was refused.
+func (m *Mapping) refuse(op string, off, n int) error {
+	f := m.s.flags.Load()
+	switch {
+	case f&stateClosed != 0:
 		return closedError(op)
-	}
-	if m.invalid.Load() {
+	case f&stateInvalid != 0:
 		return fmt.Errorf("%w: %s %#x+%d", ErrInvalidated, op, m.b.addr, m.b.size)
+	case f&stateFaulted != 0:
+		return fmt.Errorf("%w: %s %#x+%d: an earlier access faulted", ErrFault, op, m.b.addr, m.b.size)
 	}
-	if off < 0 || off > len(m.mem) || n > len(m.mem)-off {
-		return fmt.Errorf("gdrcopy: %s: [%d, +%d) is outside the mapping of %d bytes", op, off, n, len(m.mem))
-	}
-	return nil
+	return fmt.Errorf("gdrcopy: %s: [%d, +%d) is outside the mapping of %d bytes", op, off, n, len(m.mem))
 }
 
 // contains reports whether addr lies in the mapped memory.
 func (m *Mapping) contains(addr uintptr) bool {
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(m.raw)))
-	return addr >= start && addr-start < uintptr(len(m.raw))
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m.s.raw)))
+	return addr >= start && addr-start < uintptr(len(m.s.raw))
 }
 
 var _ interface {

@@ -23,7 +23,10 @@ func newCopyLatCommand(o *globalOptions) *cobra.Command {
 every size from 1 byte to -s, doubling, like gdrcopy_copylat. The iterations
 of each test are split into 100 groups; it prints the median and the minimum
 of the groups' mean times. The time is that of the CPU stores: the data may
-not yet be visible to the GPU when the call returns.
+not yet be visible to the GPU when the call returns. Beside each mapping test
+it measures the copy kernel alone (the same stores and fences without the
+API's checks and fault guard, see Mapping.Kernels), so the difference is what
+the API adds.
 
 -c adds cuMemcpyHtoD and cuMemcpyDtoH from page-locked host memory, the
 cudaMemcpy baseline. When gdrdrv is not usable copylat still measures that
@@ -48,7 +51,9 @@ baseline (if a GPU is present) before printing the diagnosis.`,
 type latRow struct {
 	Size        int          `json:"size"`
 	ToMapping   *latencyJSON `json:"gdr_copy_to_mapping,omitempty"`
+	ToKernel    *latencyJSON `json:"kernel_to_mapping,omitempty"`
 	FromMapping *latencyJSON `json:"gdr_copy_from_mapping,omitempty"`
+	FromKernel  *latencyJSON `json:"kernel_from_mapping,omitempty"`
 	HtoD        *latencyJSON `json:"cumemcpy_htod,omitempty"`
 	DtoH        *latencyJSON `json:"cumemcpy_dtoh,omitempty"`
 }
@@ -108,17 +113,22 @@ func (co *copyLatOptions) run(o *globalOptions) (err error) {
 	for i := range host {
 		host[i] = byte(i)
 	}
+	toKernel, fromKernel := m.Kernels()
+	dev := m.Bytes()
 	for i, s := range sizes {
 		src := host[:s]
 		to, err := measureLatency(co.wIters, func() error { return m.CopyToDevice(0, src) })
 		if err != nil {
 			return failError(err)
 		}
+		toK, _ := measureLatency(co.wIters, func() error { toKernel(dev[:s], src); return nil })
 		from, err := measureLatency(co.rIters, func() error { return m.CopyFromDevice(src, 0) })
 		if err != nil {
 			return failError(err)
 		}
+		fromK, _ := measureLatency(co.rIters, func() error { fromKernel(src, dev[:s]); return nil })
 		rows[i].ToMapping, rows[i].FromMapping = to.json(), from.json()
+		rows[i].ToKernel, rows[i].FromKernel = toK.json(), fromK.json()
 	}
 	return co.write(e, rows)
 }
@@ -132,17 +142,24 @@ func (co *copyLatOptions) write(e *env, rows []latRow) error {
 		return nil // nothing was measured
 	}
 	tw := tabwriter.NewWriter(e.o.stdout, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "Test\tSize(B)\tMedian Time(us)\tMin. Time(us)")
-	column := func(name string, get func(latRow) *latencyJSON) {
+	fmt.Fprintln(tw, "Test\tSize(B)\tMedian Time(us)\tMin. Time(us)\tKernel alone: Median(us)\tMin.(us)")
+	column := func(name string, get, kernel func(latRow) *latencyJSON) {
 		for _, r := range rows {
-			if l := get(r); l != nil {
-				fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\n", name, r.Size, l.MedianUS, l.MinUS)
+			l := get(r)
+			if l == nil {
+				continue
 			}
+			fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f", name, r.Size, l.MedianUS, l.MinUS)
+			if k := kernel(r); k != nil {
+				fmt.Fprintf(tw, "\t%.3f\t%.3f", k.MedianUS, k.MinUS)
+			}
+			fmt.Fprintln(tw)
 		}
 	}
-	column("gdr_copy_to_mapping", func(r latRow) *latencyJSON { return r.ToMapping })
-	column("gdr_copy_from_mapping", func(r latRow) *latencyJSON { return r.FromMapping })
-	column("cuMemcpyHtoD", func(r latRow) *latencyJSON { return r.HtoD })
-	column("cuMemcpyDtoH", func(r latRow) *latencyJSON { return r.DtoH })
+	none := func(latRow) *latencyJSON { return nil }
+	column("gdr_copy_to_mapping", func(r latRow) *latencyJSON { return r.ToMapping }, func(r latRow) *latencyJSON { return r.ToKernel })
+	column("gdr_copy_from_mapping", func(r latRow) *latencyJSON { return r.FromMapping }, func(r latRow) *latencyJSON { return r.FromKernel })
+	column("cuMemcpyHtoD", func(r latRow) *latencyJSON { return r.HtoD }, none)
+	column("cuMemcpyDtoH", func(r latRow) *latencyJSON { return r.DtoH }, none)
 	return tw.Flush()
 }

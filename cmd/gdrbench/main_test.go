@@ -214,7 +214,7 @@ func TestBenchmarksHW(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range rows {
-			if r.ToMapping == nil || r.FromMapping == nil || r.HtoD == nil || r.DtoH == nil {
+			if r.ToMapping == nil || r.ToKernel == nil || r.FromMapping == nil || r.FromKernel == nil || r.HtoD == nil || r.DtoH == nil {
 				t.Errorf("size %d: a column is missing: %+v", r.Size, r)
 			}
 		}

@@ -67,18 +67,28 @@ type Attribute int32
 
 // Device attributes used by p2pkit.
 const (
-	AttrPCIBusID               Attribute = 33  // CU_DEVICE_ATTRIBUTE_PCI_BUS_ID
-	AttrPCIDeviceID            Attribute = 34  // CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID
-	AttrUnifiedAddressing      Attribute = 41  // CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
-	AttrPCIDomainID            Attribute = 50  // CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID
-	AttrComputeCapabilityMajor Attribute = 75  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-	AttrComputeCapabilityMinor Attribute = 76  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
-	AttrGPUDirectRDMASupported Attribute = 116 // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
-	AttrDMABufSupported        Attribute = 124 // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
+	AttrPCIBusID               Attribute = 33 // CU_DEVICE_ATTRIBUTE_PCI_BUS_ID
+	AttrPCIDeviceID            Attribute = 34 // CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID
+	AttrUnifiedAddressing      Attribute = 41 // CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
+	AttrPCIDomainID            Attribute = 50 // CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID
+	AttrComputeCapabilityMajor Attribute = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+	AttrComputeCapabilityMinor Attribute = 76 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+	// AttrPageableMemoryAccessUsesHostPageTables is non-zero where the GPU
+	// shares the CPU's page tables, i.e. its memory is coherent with the
+	// CPU (Grace Hopper); gdrcopy's cuda_wrapper.c
+	// gdr_cuda_device_is_coherent reads it.
+	AttrPageableMemoryAccessUsesHostPageTables Attribute = 100 // CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES
+	AttrGPUDirectRDMASupported                 Attribute = 116 // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
+	AttrDMABufSupported                        Attribute = 124 // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
 )
 
 // pointerAttrSyncMemops is CU_POINTER_ATTRIBUTE_SYNC_MEMOPS.
 const pointerAttrSyncMemops = 6
+
+// memRangeFlagDMABufMappingTypePCIe is
+// CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE, a flag of
+// cuMemGetHandleForAddressRange.
+const memRangeFlagDMABufMappingTypePCIe = 1
 
 // Device is a CUDA device, as numbered by the driver (CUDA_VISIBLE_DEVICES
 // applies). Get one with [DeviceGet].

@@ -41,6 +41,8 @@ static CUresult (*p_cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
 static CUresult (*p_cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
 static CUresult (*p_cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
 static CUresult (*p_cuMemcpyPeer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
+// Optional: CUDA 11.7 and later. NULL where the driver lacks it.
+static CUresult (*p_cuMemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, int, unsigned long long);
 
 // cu_load opens the driver and resolves every symbol. It returns 0 on success,
 // 1 when dlopen failed (*what is dlerror()), 2 when a symbol is missing (*what
@@ -78,6 +80,7 @@ static int cu_load(const char **what) {
 	CU_SYM(p_cuMemsetD8, "cuMemsetD8_v2")
 	CU_SYM(p_cuMemcpyPeer, "cuMemcpyPeer")
 #undef CU_SYM
+	*(void **)(&p_cuMemGetHandleForAddressRange) = dlsym(cu_lib, "cuMemGetHandleForAddressRange");
 	return 0;
 }
 
@@ -112,6 +115,11 @@ static CUresult cu_pointer_set_flag(int attr, CUdeviceptr p) {
 static CUresult cu_memcpy_htod(CUdeviceptr d, const void *h, size_t n) { return p_cuMemcpyHtoD(d, h, n); }
 static CUresult cu_memcpy_dtoh(void *h, CUdeviceptr d, size_t n) { return p_cuMemcpyDtoH(h, d, n); }
 static CUresult cu_memset_d8(CUdeviceptr d, unsigned char v, size_t n) { return p_cuMemsetD8(d, v, n); }
+static int cu_has_mem_get_handle(void) { return p_cuMemGetHandleForAddressRange != NULL; }
+static CUresult cu_mem_get_handle_dmabuf(int *fd, CUdeviceptr p, size_t n, unsigned long long flags) {
+	// 1 is CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD.
+	return p_cuMemGetHandleForAddressRange(fd, p, n, 1, flags);
+}
 static CUresult cu_memcpy_peer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
 	return p_cuMemcpyPeer(dst, dc, src, sc, n);
 }
@@ -313,6 +321,32 @@ func (c *Context) MemAlloc(size uint64) (uint64, error) {
 // MemFree frees device memory from MemAlloc (cuMemFree_v2).
 func (c *Context) MemFree(dptr uint64) error {
 	return c.do(func() error { return check("cuMemFree_v2", C.cu_mem_free(C.CUdeviceptr(dptr))) })
+}
+
+// ExportDMABUF exports size bytes of device memory at dptr as a dma-buf and
+// returns its new file descriptor, which the caller closes
+// (cuMemGetHandleForAddressRange with CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD).
+// dptr and size must be multiples of the host page size. forcePCIe asks
+// for CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE: BAR1 pages even where the
+// GPU's memory is coherent with the CPU. Drivers before CUDA 11.7 lack the
+// call; the error then matches [ErrNotSupported].
+func (c *Context) ExportDMABUF(dptr, size uint64, forcePCIe bool) (int, error) {
+	if C.cu_has_mem_get_handle() == 0 {
+		return -1, fmt.Errorf("%w: cuMemGetHandleForAddressRange needs a CUDA 11.7 or later driver", ErrNotSupported)
+	}
+	var flags C.ulonglong
+	if forcePCIe {
+		flags = memRangeFlagDMABufMappingTypePCIe
+	}
+	fd := C.int(-1)
+	err := c.do(func() error {
+		return check("cuMemGetHandleForAddressRange",
+			C.cu_mem_get_handle_dmabuf(&fd, C.CUdeviceptr(dptr), C.size_t(size), flags))
+	})
+	if err != nil {
+		return -1, err
+	}
+	return int(fd), nil
 }
 
 // SetSyncMemops sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation that

@@ -62,6 +62,9 @@ func (*Context) MemAlloc(uint64) (uint64, error) { return 0, errUnsupported }
 // MemFree reports that this build has no CUDA driver access.
 func (*Context) MemFree(uint64) error { return errUnsupported }
 
+// ExportDMABUF reports that this build has no CUDA driver access.
+func (*Context) ExportDMABUF(uint64, uint64, bool) (int, error) { return -1, errUnsupported }
+
 // SetSyncMemops reports that this build has no CUDA driver access.
 func (*Context) SetSyncMemops(uint64) error { return errUnsupported }
 

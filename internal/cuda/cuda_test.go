@@ -283,3 +283,26 @@ func firstDiff(a, b []byte) int {
 	}
 	return -1
 }
+
+// ExportDMABUF returns a dma-buf descriptor for a host-page aligned range
+// of an allocation; the caller closes it.
+func TestExportDMABUF(t *testing.T) {
+	requireGPU(t, 1)
+	ctx := retain(t, 0)
+	const size = 2 << 20
+	raw := alloc(t, ctx, 2*size)
+	ptr := (raw + size - 1) &^ (size - 1)
+	fd, err := ctx.ExportDMABUF(ptr, size, false)
+	if errors.Is(err, cuda.ErrNotSupported) {
+		t.Skipf("this driver cannot export dma-bufs: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fd < 0 {
+		t.Fatalf("ExportDMABUF returned descriptor %d", fd)
+	}
+	if err := os.NewFile(uintptr(fd), "dma-buf").Close(); err != nil {
+		t.Errorf("close the dma-buf: %v", err)
+	}
+}

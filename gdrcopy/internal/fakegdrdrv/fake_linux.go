@@ -72,6 +72,10 @@ type Config struct {
 	// RemapFails makes io_remap_pfn_range fail, so mmap answers EAGAIN
 	// (issues #44, #240).
 	RemapFails bool
+	// DMABUFMmapErr, if set, is the errno a CPU mmap of an exported
+	// dma-buf fails with: ENOTSUPP (524) from an NVIDIA driver older than
+	// CUDA 13.3, whose exporter has no mmap.
+	DMABUFMmapErr unix.Errno
 	// FirstHandle is the next_handle of every newly opened file. gdrdrv
 	// starts at 0; tests set it near the top to exercise handle exhaustion.
 	FirstHandle uint64
@@ -94,6 +98,14 @@ type Module struct {
 	live   map[*file]bool    // files not yet released (open, or mapped)
 	vmas   map[uintptr]*vma  // live mappings by start address
 	pinned uint64            // bytes pinned through the NVIDIA driver
+
+	dmabufs    map[int]dmabuf // exported dma-bufs by descriptor
+	dmabufMaps map[uintptr]bool
+}
+
+// dmabuf is an exported range of GPU memory.
+type dmabuf struct {
+	va, size uint64
 }
 
 // file is gdrdrv.c struct gdr_info: the state of one open of the node.
@@ -160,6 +172,9 @@ func New(cfg Config) (*Module, error) {
 		files:     make(map[int]*file),
 		live:      make(map[*file]bool),
 		vmas:      make(map[uintptr]*vma),
+
+		dmabufs:    make(map[int]dmabuf),
+		dmabufMaps: make(map[uintptr]bool),
 	}, nil
 }
 
@@ -187,16 +202,17 @@ func (m *Module) SetProcess(tgid int) {
 
 // Stats counts what the module still holds.
 type Stats struct {
-	Files  int // files not yet released
-	Pinned int // regions still on some file's mr_list
-	Mapped int // live mappings
+	Files   int // files not yet released
+	Pinned  int // regions still on some file's mr_list
+	Mapped  int // live mappings, of gdrdrv or of dma-bufs
+	DMABUFs int // exported dma-buf descriptors still open
 }
 
 // Stats reports what the module still holds.
 func (m *Module) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := Stats{Files: len(m.live), Mapped: len(m.vmas)}
+	s := Stats{Files: len(m.live), Mapped: len(m.vmas) + len(m.dmabufMaps), DMABUFs: len(m.dmabufs)}
 	for f := range m.live {
 		s.Pinned += len(f.mrs)
 	}
@@ -258,6 +274,49 @@ func (m *Module) Free(ptr uint64) error {
 	return errors.Join(errs...)
 }
 
+// Zap makes every mapping of the pins that cover ptr inaccessible behind
+// the driver's back (mprotect PROT_NONE), as a GPU reset or a driver fault
+// might: any access then faults with SIGSEGV. Unlike Free in
+// non-persistent mode it leaves the callback flag clear and the pin intact.
+func (m *Module) Zap(ptr uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for f := range m.live {
+		for _, r := range f.mrs {
+			if v := r.vma; v != nil && r.mapType != gdrdrv.MRNone && ptr >= r.va && ptr-r.va < r.mappedSize {
+				if err := unix.Mprotect(v.b, unix.PROT_NONE); err != nil {
+					errs = append(errs, fmt.Errorf("fakegdrdrv: zap mapping: %w", err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ExportDMABUF simulates cuMemGetHandleForAddressRange with
+// CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: it returns a new descriptor of a
+// dma-buf of size bytes at ptr, which must be host-page aligned and lie in
+// one allocation (CUDA_ERROR_INVALID_VALUE, here EINVAL, otherwise). The
+// descriptor is a real one; Close closes it, and Mmap maps it.
+func (m *Module) ExportDMABUF(ptr, size uint64) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := uint64(m.pageSize)
+	if size == 0 || ptr%ps != 0 || size%ps != 0 || size > math.MaxInt32 {
+		return -1, unix.EINVAL
+	}
+	if m.checkAllocated(ptr, int(size)) != nil {
+		return -1, unix.EINVAL
+	}
+	fd, err := unix.MemfdCreate("fakegdrdrv-dmabuf", unix.MFD_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	m.dmabufs[fd] = dmabuf{va: ptr, size: size}
+	return fd, nil
+}
+
 // ReadDevice simulates cuMemcpyDtoH of len(p) bytes at ptr.
 func (m *Module) ReadDevice(p []byte, ptr uint64) error {
 	m.mu.Lock()
@@ -315,6 +374,10 @@ func (m *Module) Open(path string) (int, error) {
 func (m *Module) Close(fd int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.dmabufs[fd]; ok {
+		delete(m.dmabufs, fd)
+		return unix.Close(fd)
+	}
 	f, ok := m.files[fd]
 	if !ok {
 		return unix.EBADF
@@ -684,6 +747,9 @@ func (m *Module) supportsCache(r *mr) bool {
 func (m *Module) Mmap(fd int, offset int64, length int) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if d, ok := m.dmabufs[fd]; ok {
+		return m.mmapDMABUF(d, offset, length)
+	}
 	f, ok := m.files[fd]
 	if !ok {
 		return nil, unix.EBADF
@@ -745,7 +811,47 @@ func (m *Module) Munmap(b []byte) error {
 	if err := unix.Munmap(b); err != nil {
 		return err
 	}
+	return m.vmaClose(b)
+}
+
+// Reserve maps an inaccessible anonymous region over b, which unmaps it as
+// munmap does (gdrdrv.c gdrdrv_vma_close runs for a mapping of the module).
+func (m *Module) Reserve(b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(b) > 0 {
+		_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)),
+			unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
+		if err != nil {
+			return err
+		}
+	}
+	return m.vmaClose(b)
+}
+
+// mmapDMABUF maps length bytes at offset of an exported dma-buf, or fails
+// as cfg.DMABUFMmapErr says. The caller holds m.mu.
+func (m *Module) mmapDMABUF(d dmabuf, offset int64, length int) ([]byte, error) {
+	if m.cfg.DMABUFMmapErr != 0 {
+		return nil, m.cfg.DMABUFMmapErr
+	}
+	if length <= 0 || offset < 0 || offset%int64(m.pageSize) != 0 || uint64(offset)+uint64(length) > d.size {
+		return nil, unix.EINVAL
+	}
+	b, err := unix.Mmap(m.gpu, int64(d.va-gpuBase)+offset, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	m.dmabufMaps[uintptr(unsafe.Pointer(unsafe.SliceData(b)))] = true
+	return b, nil
+}
+
+// vmaClose is gdrdrv.c gdrdrv_vma_close for the mapping at b, if b is one
+// of the module's, and forgets a mapping of a dma-buf. The caller holds
+// m.mu.
+func (m *Module) vmaClose(b []byte) error {
 	key := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	delete(m.dmabufMaps, key)
 	v, ok := m.vmas[key]
 	if !ok {
 		return nil

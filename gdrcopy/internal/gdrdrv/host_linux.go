@@ -47,3 +47,18 @@ func (host) Mmap(fd int, offset int64, length int) ([]byte, error) {
 func (host) Munmap(b []byte) error {
 	return unix.Munmap(b)
 }
+
+func (host) Reserve(b []byte) error {
+	return reserve(b)
+}
+
+// reserve maps an inaccessible anonymous region over b (see
+// [Syscalls.Reserve]).
+func reserve(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)),
+		unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
+	return err
+}

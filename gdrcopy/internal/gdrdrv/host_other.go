@@ -23,3 +23,4 @@ func (host) Close(int) error                         { return errHost }
 func (host) Ioctl(int, uint32, unsafe.Pointer) error { return errHost }
 func (host) Mmap(int, int64, int) ([]byte, error)    { return nil, errHost }
 func (host) Munmap([]byte) error                     { return errHost }
+func (host) Reserve([]byte) error                    { return errHost }

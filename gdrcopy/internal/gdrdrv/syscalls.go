@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// Syscalls is the boundary between this package and the kernel: the five
+// Syscalls is the boundary between this package and the kernel: the
 // system calls a gdrdrv client makes, shaped as the kernel sees them. [Host]
 // issues them; a test installs a fake of the module here and nowhere else.
 //
@@ -27,8 +27,14 @@ type Syscalls interface {
 	// Mmap maps length bytes of fd at offset with PROT_READ|PROT_WRITE and
 	// MAP_SHARED, as gdrapi.c gdr_map_gdrdrv does.
 	Mmap(fd int, offset int64, length int) ([]byte, error)
-	// Munmap unmaps a region returned by Mmap.
+	// Munmap unmaps a region returned by Mmap, or one that Reserve
+	// replaced.
 	Munmap(b []byte) error
+	// Reserve replaces the region b returned by Mmap with an inaccessible
+	// anonymous mapping of the same addresses (mmap MAP_FIXED, PROT_NONE,
+	// MAP_NORESERVE), which unmaps b as munmap would but keeps the
+	// addresses from being reused: any access faults. Munmap releases it.
+	Reserve(b []byte) error
 }
 
 // Dev is a descriptor of the gdrdrv character device together with the

@@ -22,6 +22,7 @@ func (r *recorder) Ioctl(_ int, req uint32, arg unsafe.Pointer) error {
 }
 func (r *recorder) Mmap(int, int64, int) ([]byte, error) { return nil, nil }
 func (r *recorder) Munmap([]byte) error                  { return nil }
+func (r *recorder) Reserve([]byte) error                 { return nil }
 
 func TestWrappersIssueTheirCommand(t *testing.T) {
 	var (

@@ -27,12 +27,23 @@
 //     issues SFENCE there, and MFENCE only when mappings of several types
 //     are live.
 //
+// On arm64 (Grace Hopper, Grace Blackwell) the ladder is the same, after
+// libgdrapi's aarch64 build: the 16- and 32-byte steps are LDP/STP of two
+// doublewords (gdrapi.c memcpy_uncached_store_arm64 and
+// memcpy_uncached_load_arm64), the bulk is 64-byte LD1/ST1 of four NEON
+// registers (src/memcpy_neon.c) where the CPU has ASIMD, and 32-byte
+// LDP/STP pairs where it has not. Stores end with DMB ST (wc_store_fence),
+// loads with DMB SY (memory_fence), the full barrier that keeps later
+// accesses behind them. libgdrapi's LS64 kernels (ST64B, LD64B) are not
+// implemented.
+//
 // The variant is chosen once, at package initialisation, from the features
-// golang.org/x/sys/cpu reports, so GODEBUG=cpu.avx2=off and the like select
-// narrower kernels. Variants lists every kernel for tests and benchmarks.
-// Builds for other architectures, and builds with the purego tag, use the
-// pure-Go "generic" variant, which keeps the access-width rules and fences
-// with an atomic read-modify-write but has no streaming instructions.
+// golang.org/x/sys/cpu reports, so GODEBUG=cpu.avx2=off, cpu.asimd=off and
+// the like select narrower kernels. Variants lists every kernel for tests
+// and benchmarks. Builds for other architectures, and builds with the
+// purego tag, use the pure-Go "generic" variant, which keeps the
+// access-width rules and fences with an atomic read-modify-write but has no
+// streaming instructions.
 //
 // The kernels work on any memory. On ordinary write-back memory streaming
 // stores bypass the cache, so they lose to copy while the data would fit in
@@ -41,8 +52,8 @@ package wccopy
 
 // A Variant is one implementation of the copy kernels.
 type Variant struct {
-	// Name identifies the variant: "movdir64b", "avx2", "sse41", "sse2" or
-	// "generic".
+	// Name identifies the variant: "movdir64b", "avx2", "sse41", "sse2"
+	// (amd64), "neon", "stp" (arm64) or "generic".
 	Name string
 	// Available reports whether this CPU (as filtered by GODEBUG) and this
 	// build can run the variant.
@@ -77,9 +88,9 @@ func Selected() (toDevice, fromDevice string) {
 // gdrapi.c): copies shorter than 16 bytes, and the head and tail of longer
 // ones, use naturally aligned 1, 2, 4 and 8-byte stores; the rest uses
 // streaming stores of 16 bytes or more (8-byte stores in the generic
-// variant). ToDevice ends with a store fence (SFENCE on amd64): every store
-// it made has left the write-combining buffers and is globally visible
-// before any store that follows the call. That does not order the data with
+// variant). ToDevice ends with a store fence (SFENCE on amd64, DMB ST on
+// arm64): every store it made has left the write-combining buffers and is
+// ordered before any store that follows the call. That does not order the data with
 // GPU work already running; see the GPUDirect RDMA documentation on
 // synchronization.
 func ToDevice(dst, src []byte) int {
@@ -94,9 +105,24 @@ func ToDevice(dst, src []byte) int {
 // gdrapi.c): copies shorter than 16 bytes, and the head and tail of longer
 // ones, use naturally aligned 1, 2, 4 and 8-byte loads; the rest uses
 // streaming loads of 16 or 32 bytes (8-byte loads in the generic variant).
-// FromDevice ends with a full fence (MFENCE on amd64), which the Intel SDM
-// prescribes for streaming loads from WC memory, so no later access passes
-// them.
+// FromDevice ends with a full fence (MFENCE on amd64, which the Intel SDM
+// prescribes for streaming loads from WC memory; DMB SY on arm64), so no
+// later access passes them.
 func FromDevice(dst, src []byte) int {
 	return fromDevice(dst, src)
 }
+
+// Store32 stores v at p, device memory, with one naturally aligned 4-byte
+// store, and fences as ToDevice does: the store of a flag or a doorbell,
+// without the copy ladder. p must be 4-byte aligned.
+func Store32(p *uint32, v uint32) { store32(p, v) }
+
+// Store64 is Store32 for an 8-byte aligned 8-byte word.
+func Store64(p *uint64, v uint64) { store64(p, v) }
+
+// Load32 loads the 4-byte word at p, device memory, with one naturally
+// aligned load, and fences as FromDevice does. p must be 4-byte aligned.
+func Load32(p *uint32) uint32 { return load32(p) }
+
+// Load64 is Load32 for an 8-byte aligned 8-byte word.
+func Load64(p *uint64) uint64 { return load64(p) }

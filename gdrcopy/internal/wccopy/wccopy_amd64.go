@@ -62,15 +62,6 @@ var variants = []Variant{
 	genericVariant,
 }
 
-// adapt wraps a kernel in the Variant signature.
-func adapt(kernel func(dst, src *byte, n int)) func(dst, src []byte) int {
-	return func(dst, src []byte) int {
-		n := min(len(dst), len(src))
-		kernel(unsafe.SliceData(dst), unsafe.SliceData(src), n)
-		return n
-	}
-}
-
 // toDevice calls the chosen store kernel directly rather than through a
 // func value, so that dst and src do not escape.
 func toDevice(dst, src []byte) int {

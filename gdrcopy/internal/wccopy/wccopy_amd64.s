@@ -478,3 +478,38 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL	CX, ecx+16(FP)
 	MOVL	DX, edx+20(FP)
 	RET
+
+// The word kernels: one naturally aligned access, then the fence of the
+// copy kernels of the same direction.
+
+// func store32(p *uint32, v uint32)
+TEXT ·store32(SB), NOSPLIT, $0-12
+	MOVQ	p+0(FP), DI
+	MOVL	v+8(FP), AX
+	MOVL	AX, (DI)
+	SFENCE
+	RET
+
+// func store64(p *uint64, v uint64)
+TEXT ·store64(SB), NOSPLIT, $0-16
+	MOVQ	p+0(FP), DI
+	MOVQ	v+8(FP), AX
+	MOVQ	AX, (DI)
+	SFENCE
+	RET
+
+// func load32(p *uint32) uint32
+TEXT ·load32(SB), NOSPLIT, $0-12
+	MOVQ	p+0(FP), SI
+	MOVL	(SI), AX
+	MFENCE
+	MOVL	AX, ret+8(FP)
+	RET
+
+// func load64(p *uint64) uint64
+TEXT ·load64(SB), NOSPLIT, $0-16
+	MOVQ	p+0(FP), SI
+	MOVQ	(SI), AX
+	MFENCE
+	MOVQ	AX, ret+8(FP)
+	RET

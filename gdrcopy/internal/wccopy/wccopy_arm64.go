@@ -1,0 +1,71 @@
+//go:build !purego
+
+package wccopy
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The kernels in wccopy_arm64.s. Each copies n bytes from src to dst along
+// the WC ladder and ends with a fence: DMB ST after the store kernels,
+// which write dst as device memory, and DMB SY after the load kernels,
+// which read src as device memory. libgdrapi's LS64 kernels (ST64B, LD64B,
+// src/memcpy_ls64.c) are not here: no emulator or host available to this
+// package's tests has FEAT_LS64 to check them on.
+
+//go:noescape
+func storeNEON(dst, src *byte, n int)
+
+//go:noescape
+func loadNEON(dst, src *byte, n int)
+
+//go:noescape
+func storeSTP(dst, src *byte, n int)
+
+//go:noescape
+func loadSTP(dst, src *byte, n int)
+
+// useNEON follows golang.org/x/sys/cpu, which reads HWCAP_ASIMD as
+// gdrapi.c gdr_init_cpu_flags does and honours GODEBUG=cpu.asimd=off.
+var useNEON = cpu.ARM64.HasASIMD
+
+// variants lists the arm64 kernels best first; toDevice and fromDevice
+// below must test the gates in the same order.
+var variants = []Variant{
+	{Name: "neon", Available: useNEON, ToDevice: adapt(storeNEON), FromDevice: adapt(loadNEON)},
+	{Name: "stp", Available: true, ToDevice: adapt(storeSTP), FromDevice: adapt(loadSTP)},
+	genericVariant,
+}
+
+// toDevice calls the chosen store kernel directly rather than through a
+// func value, so that dst and src do not escape.
+func toDevice(dst, src []byte) int {
+	n := min(len(dst), len(src))
+	if useNEON {
+		storeNEON(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+	} else {
+		storeSTP(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+	}
+	return n
+}
+
+// fromDevice calls the chosen load kernel directly.
+func fromDevice(dst, src []byte) int {
+	n := min(len(dst), len(src))
+	if useNEON {
+		loadNEON(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+	} else {
+		loadSTP(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+	}
+	return n
+}
+
+// selected names the kernels toDevice and fromDevice call.
+func selected() (to, from string) {
+	if useNEON {
+		return "neon", "neon"
+	}
+	return "stp", "stp"
+}

@@ -1,0 +1,101 @@
+package gdrcopy
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/p2pkit/p2pkit/gdrcopy/internal/wccopy"
+)
+
+// StoreUint32 stores v, in the CPU's byte order (little-endian on amd64
+// and arm64, as the GPU's), at off in the mapping with one naturally
+// aligned 4-byte store and the fence CopyToDevice ends with: the store of a
+// flag or doorbell, without the copy's ladder. The word must lie within the
+// mapping and be 4-byte aligned. It fails as CopyToDevice does.
+func (m *Mapping) StoreUint32(off int, v uint32) (err error) {
+	p, ok := m.word(off, 4)
+	if !ok {
+		return m.refuseWord("store uint32", off, 4)
+	}
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("store uint32", g, recover())
+		}
+	}()
+	wccopy.Store32((*uint32)(p), v)
+	g.disarm()
+	return nil
+}
+
+// StoreUint64 is StoreUint32 for an 8-byte aligned 8-byte word.
+func (m *Mapping) StoreUint64(off int, v uint64) (err error) {
+	p, ok := m.word(off, 8)
+	if !ok {
+		return m.refuseWord("store uint64", off, 8)
+	}
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("store uint64", g, recover())
+		}
+	}()
+	wccopy.Store64((*uint64)(p), v)
+	g.disarm()
+	return nil
+}
+
+// LoadUint32 loads the 4-byte word at off in the mapping with one
+// naturally aligned load and the fence CopyFromDevice ends with. The word
+// must lie within the mapping and be 4-byte aligned. It fails as
+// CopyFromDevice does.
+func (m *Mapping) LoadUint32(off int) (v uint32, err error) {
+	p, ok := m.word(off, 4)
+	if !ok {
+		return 0, m.refuseWord("load uint32", off, 4)
+	}
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("load uint32", g, recover())
+		}
+	}()
+	v = wccopy.Load32((*uint32)(p))
+	g.disarm()
+	return v, nil
+}
+
+// LoadUint64 is LoadUint32 for an 8-byte aligned 8-byte word.
+func (m *Mapping) LoadUint64(off int) (v uint64, err error) {
+	p, ok := m.word(off, 8)
+	if !ok {
+		return 0, m.refuseWord("load uint64", off, 8)
+	}
+	g := armGuard()
+	defer func() {
+		if !g.done {
+			err = m.fault("load uint64", g, recover())
+		}
+	}()
+	v = wccopy.Load64((*uint64)(p))
+	g.disarm()
+	return v, nil
+}
+
+// word returns the address of the size-byte word at off, or false if the
+// mapping is not usable, the word is not within it or not aligned.
+func (m *Mapping) word(off, size int) (unsafe.Pointer, bool) {
+	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(m.mem)-off < size {
+		return nil, false
+	}
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.mem)), off)
+	return p, uintptr(p)&uintptr(size-1) == 0
+}
+
+// refuseWord explains why word refused.
+func (m *Mapping) refuseWord(op string, off, size int) error {
+	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(m.mem)-off < size {
+		return m.refuse(op, off, size)
+	}
+	return fmt.Errorf("gdrcopy: %s at %d: the word is not %d-byte aligned", op, off, size)
+}
