@@ -59,9 +59,7 @@ func (s Status) rank() int {
 	switch s {
 	case Fail:
 		return 4
-	case Error:
-		return 3
-	case Unknown:
+	case Error, Unknown:
 		return 3
 	case Warn:
 		return 2
@@ -190,13 +188,22 @@ func Run(f *Facts, ids []string) ([]Result, error) {
 	return out, nil
 }
 
-// Overall is the node's verdict over results: fail if any check failed, else error
-// if one could not be evaluated, else warn if any warned, else pass. Skips do not
-// count: they say why in their own result.
-func Overall(results []Result) Status {
+// Overall is the node's verdict over results judged against the required
+// capabilities req (nil means [DefaultRequirements]): fail if a check failed,
+// else error if the tool could not evaluate, else unknown if a check that
+// concerns a required capability could not read what it needs, else warn if any
+// warned, else pass. Skips do not count: they say why in their own result; nor
+// does an unknown that concerns only capabilities not required. Results should
+// be judged with [Judge] first, so that only failures that block a required
+// capability remain failures.
+func Overall(results []Result, req []Capability) Status {
+	req = requirements(req)
 	o := Pass
 	for _, r := range results {
-		if r.Status == Skip {
+		switch {
+		case r.Status == Skip:
+			continue
+		case r.Status == Unknown && !r.blocksAny(req):
 			continue
 		}
 		o = worse(o, r.Status)
@@ -205,11 +212,14 @@ func Overall(results []Result) Status {
 }
 
 // First returns the result to act on first: the first failure in causal order,
-// else the first error, else the first warning; nil when there is none.
-func First(results []Result) *Result {
-	for _, s := range []Status{Fail, Error, Warn} {
+// else the first error, else the first unknown that concerns a required
+// capability (its remediation says how to see the fact), else the first
+// warning; nil when there is none.
+func First(results []Result, req []Capability) *Result {
+	req = requirements(req)
+	for _, s := range []Status{Fail, Error, Unknown, Warn} {
 		for i := range results {
-			if results[i].Status == s {
+			if results[i].Status == s && (s != Unknown || results[i].blocksAny(req)) {
 				return &results[i]
 			}
 		}

@@ -276,9 +276,9 @@ func TestOverallAndExitCode(t *testing.T) {
 		{"fail beats error", r(check.Error, check.Fail), check.Fail, "b", 1, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := check.Overall(tt.results)
+			o := check.Overall(tt.results, nil)
 			first := ""
-			if f := check.First(tt.results); f != nil {
+			if f := check.First(tt.results, nil); f != nil {
 				first = f.ID
 			}
 			got := []any{o, first, check.ExitCode(o, false), check.ExitCode(o, true)}
