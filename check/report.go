@@ -14,18 +14,18 @@ const SchemaVersion = "1"
 
 // Report is a node's readiness report: every result with the facts around it.
 type Report struct {
-	SchemaVersion string      `json:"schema_version"`
-	ToolVersion   string      `json:"tool_version"`
-	Hostname      string      `json:"hostname"`
-	Timestamp     time.Time   `json:"timestamp"`
-	Overall       Status      `json:"overall"`
-	ExitCode      int         `json:"exit_code"`
+	SchemaVersion string    `json:"schema_version"`
+	ToolVersion   string    `json:"tool_version"`
+	Hostname      string    `json:"hostname"`
+	Timestamp     time.Time `json:"timestamp"`
+	Overall       Status    `json:"overall"`
+	ExitCode      int       `json:"exit_code"`
 	// Requirements are the capabilities the node was judged against: a check
 	// fails the node only if it blocks one of them.
 	Requirements []Capability `json:"requirements"`
-	Environment   Environment `json:"environment"`
-	Devices       []Device    `json:"devices"`
-	Checks        []Result    `json:"checks"`
+	Environment  Environment  `json:"environment"`
+	Devices      []Device     `json:"devices"`
+	Checks       []Result     `json:"checks"`
 	// FixFirst is the one thing to act on first; nil when nothing needs action.
 	FixFirst *FixFirst `json:"fix_first,omitempty"`
 	// Warnings are problems that degraded the picture without stopping it: an
@@ -35,6 +35,17 @@ type Report struct {
 	Features Features `json:"features"`
 	// Probe holds the --probe measurements; nil when the probe was not asked for.
 	Probe *ProbeReport `json:"probe,omitempty"`
+	// AER holds the AER error totals of the functions on peer paths that have
+	// them, what the next run compares with (aer_errors); in address order.
+	AER []AERCount `json:"aer,omitempty"`
+}
+
+// AERCount is one function's AER error totals since boot.
+type AERCount struct {
+	BDF         pcie.Address `json:"bdf"`
+	Correctable uint64       `json:"correctable"`
+	NonFatal    uint64       `json:"nonfatal"`
+	Fatal       uint64       `json:"fatal"`
 }
 
 // Environment describes the analysed machine and how it was read.
@@ -148,6 +159,11 @@ func NewReport(f *Facts, results []Result, m Meta) Report {
 		Probe:         f.Probe,
 	}
 	rep.Features = f.features(raw, o)
+	for _, d := range f.pathDevices() {
+		if a := d.AER; a != nil {
+			rep.AER = append(rep.AER, AERCount{BDF: d.Address, Correctable: a.Correctable, NonFatal: a.NonFatal, Fatal: a.Fatal})
+		}
+	}
 	for _, w := range f.Node.Warnings {
 		rep.Warnings = append(rep.Warnings, w.Error())
 	}
