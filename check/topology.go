@@ -94,13 +94,18 @@ func checkReachability(f *Facts) Result {
 		return r
 	}
 	counts := map[p2pdma.MapType]int{}
-	refusedGPU, unknown, vmd := 0, 0, 0 // refused pairs without P2PDMA users; unknown P2PDMA pairs; refused pairs behind VMD
+	refusedGPU, unknown, vmd, users := 0, 0, 0, 0 // refused pairs without P2PDMA users; unknown P2PDMA pairs; refused pairs behind VMD; pairs with P2PDMA users
+	acsUnknown := false
+	var why string // the first unknown pair's reason
 	r.Status = Pass
 	for _, p := range ps {
 		v := f.verdict(p)
 		counts[v.MapType]++
 		subj := pairSubject(p)
 		kernelUser := slices.Contains(pairBlocks(p), CapNVMeP2P)
+		if kernelUser {
+			users++
+		}
 		switch {
 		case v.MapType == p2pdma.NotSupported && !kernelUser:
 			refusedGPU++
@@ -117,9 +122,11 @@ func checkReachability(f *Facts) Result {
 			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Warn, Message: msg})
 		case v.MapType == p2pdma.Unknown && kernelUser:
 			unknown++
+			acsUnknown = acsUnknown || acsUnread(v)
+			if why == "" {
+				why = v.Reason
+			}
 			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Unknown, Message: "unknown: " + v.Reason})
-		case v.MapType == p2pdma.Unknown:
-			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Skip, Message: "unknown, and not judged here (no kernel P2PDMA user in the pair): " + v.Reason})
 		}
 	}
 	r.Observed = mapTypeCounts(counts)
@@ -139,8 +146,16 @@ func checkReachability(f *Facts) Result {
 	case unknown > 0:
 		r.Status = Unknown
 		r.addBlocks(CapNVMeP2P)
-		r.Summary = fmt.Sprintf("%d pair(s) with an NVMe controller or p2pmem provider have a verdict that depends on ACS state that could not be read (%s)", unknown, f.unreadable())
-		r.Remediation = []string{f.seeConfig("ACS Control")}
+		r.Summary = fmt.Sprintf("the kernel's verdict is unknown for %d pair(s) with an NVMe controller or p2pmem provider, e.g. %s", unknown, why)
+		if acsUnknown {
+			r.Summary += " (" + f.unreadable() + ")"
+			r.Remediation = []string{f.seeConfig("ACS Control")}
+		} else {
+			r.Remediation = []string{"p2pcheck does not model this kernel's rule for these pairs: when a P2PDMA user (an NVMe-oF target with p2pmem, a p2pmem allocation) asks for a pair the kernel refuses, it logs \"cannot be used for peer-to-peer DMA\"; check dmesg"}
+		}
+	case users == 0:
+		r.Status = Skip
+		r.Summary = "no pair with an NVMe controller or p2pmem provider: GPU peer copies and GPUDirect RDMA do not use the kernel's P2PDMA (verdicts: " + r.Observed + ")"
 	case refusedGPU > 0:
 		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA only for %d pair(s) of GPUs and NICs, which do not use it (GPU copies follow the NVIDIA driver, GPUDirect RDMA uses nvidia-peermem or DMA-BUF)", refusedGPU)
 	default:
@@ -196,7 +211,7 @@ func checkACSPath(f *Facts) Result {
 			}
 			redirectBlocks = append(redirectBlocks, pairBlocks(p)...)
 		}
-		if len(v.ACSRedirect) == 0 && len(v.Unknowns) > 0 {
+		if len(v.ACSRedirect) == 0 && acsUnread(v) {
 			unknown = append(unknown, pairSubject(p))
 			unknownBlocks = append(unknownBlocks, pairBlocks(p)...)
 		}
@@ -243,6 +258,19 @@ func checkACSPath(f *Facts) Result {
 		r.Observed = "ACS redirect clear on every shared path"
 	}
 	return r
+}
+
+// acsUnread reports whether verdict v depends on ACS Control that was not read:
+// one of its unknowns is the "ACS Control of <bdf> was not read" of p2pdma's
+// acsRedirState. Other unknowns (host-bridge rules of old kernels) do not
+// concern ACS.
+func acsUnread(v p2pdma.Verdict) bool {
+	for _, u := range v.Unknowns {
+		if strings.HasPrefix(u, "ACS Control of ") {
+			return true
+		}
+	}
+	return false
 }
 
 // addrList joins addresses with ", ".
@@ -479,7 +507,7 @@ func (f *Facts) pathBlocks() map[*pcie.Device][]Capability {
 // fatal errors.
 func checkAER(f *Facts) Result {
 	r := Result{Status: Skip, Refs: []string{docRef("aer_errors"), "linux drivers/pci/pcie/aer.c aer_stats_attrs", "linux Documentation/PCI/pcieaer-howto.rst",
-		refSysfs + " (aer_dev_correctable, aer_dev_fatal, aer_dev_nonfatal)"}}
+		"linux Documentation/ABI/testing/sysfs-bus-pci-devices-aer_stats"}}
 	devs := f.pathDevices()
 	if len(devs) == 0 {
 		r.Summary = "no GPU, NIC or NVMe controller"
@@ -900,18 +928,15 @@ func checkBARSizes(f *Facts) Result {
 
 // bar1Unread says why g's BAR1 is unknown, or "" when it is known: the resource
 // file was not read at all, or a line that could hold BAR1 did not parse (a line
-// from 1 up to the BAR1 found, or any of lines 1 to 5 when none was found).
+// from 1 up to the BAR1 found; when none was found, any line: the parser drops
+// unused lines, so a damaged file cannot show that lines 1 to 5 were there).
 func bar1Unread(g *pcie.Device, bar pcie.Resource, found bool) string {
 	if len(g.Resources) == 0 && len(g.ResourcesUnread) == 0 {
 		return "the resource file was not read"
 	}
-	last := 5
-	if found {
-		last = bar.Index
-	}
 	var lines []string
 	for _, i := range g.ResourcesUnread {
-		if i >= 1 && i <= last {
+		if !found || (i >= 1 && i <= bar.Index) {
 			lines = append(lines, strconv.Itoa(i))
 		}
 	}

@@ -43,8 +43,8 @@ func (b BothEnds) PortLimits() bool {
 // function only with its own LNKCAP.
 //
 // ok is false when a fact is missing: d's current or maximum link, or the
-// maximum of the port above it. A function on a root bus has no port above it
-// and is judged against its own maximum.
+// maximum of the port above it while d runs below its own. A function on a root
+// bus has no port above it and is judged against its own maximum.
 func LinkBelowBothEnds(d *Device) (b BothEnds, ok bool) {
 	l := d.Link()
 	if !l.Current.Known() || !l.Max.Known() {
@@ -54,6 +54,11 @@ func LinkBelowBothEnds(d *Device) (b BothEnds, ok bool) {
 	if p := d.Parent; p != nil {
 		pl := p.Link()
 		if !pl.Max.Known() {
+			// The link cannot train above d's own maximum: at that maximum it is
+			// the best both ends can do whatever the port supports.
+			if l.Current.Speed >= l.Max.Speed && l.Current.Width >= l.Max.Width {
+				return b, true
+			}
 			return BothEnds{}, false
 		}
 		b.Port = pl.Max

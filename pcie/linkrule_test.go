@@ -27,7 +27,8 @@ func TestLinkBelowBothEnds(t *testing.T) {
 		{"width lost", dev(g5x8, g5x16, &g5x16), true, g5x16, false, true, false},
 		{"speed lost", dev(g3x16, g5x16, &g5x16), true, g5x16, true, false, false},
 		{"root bus: own maximum", dev(g4x16, g5x16, nil), true, g5x16, true, false, false},
-		{"port maximum unknown", dev(g5x16, g5x16, &Link{}), false, Link{}, false, false, false},
+		{"port maximum unknown, at own maximum", dev(g5x16, g5x16, &Link{}), true, g5x16, false, false, false},
+		{"port maximum unknown, below own maximum", dev(g4x16, g5x16, &Link{}), false, Link{}, false, false, false},
 		{"current unknown", dev(Link{}, g5x16, &g5x16), false, Link{}, false, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

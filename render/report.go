@@ -19,7 +19,6 @@ func ReportText(w io.Writer, r check.Report, s Style) error {
 	p := newPrinter(w)
 	p.line(s.bold("p2pcheck report") + " " + envLine(r.Environment))
 	p.line(deviceLine(r.Devices))
-	p.line("")
 	p.line("requirements: " + requirementsLine(r.Requirements))
 	p.line("")
 	width, cell := 0, 5

@@ -37,6 +37,14 @@ type reportOptions struct {
 	prometheus string
 	nfd        string
 	nfdTTL     time.Duration
+
+	// require, config and aerThreshold are --require, --config and
+	// --aer-threshold; resolve turns them, with the configuration file, into
+	// requireCaps and aerThreshold.
+	require      string
+	config       string
+	aerThreshold uint64
+	requireCaps  []check.Capability
 }
 
 func (ro *reportOptions) addFlags(cmd *cobra.Command) {
@@ -48,6 +56,51 @@ func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&ro.prometheus, "prometheus", "", "also write the results as a node_exporter textfile `FILE` (atomically)")
 	f.StringVar(&ro.nfd, "nfd", "", "also write node-feature-discovery labels to `FILE` in features.d (atomically)")
 	f.DurationVar(&ro.nfdTTL, "nfd-expiry", time.Hour, "how long the --nfd labels stay valid if p2pcheck stops refreshing them")
+	f.StringVar(&ro.require, "require", "", "what the node is for, a comma-separated `LIST` of "+capabilityNames()+
+		": a check fails the node only if it blocks one of them (default p2p,gdr)")
+	f.StringVar(&ro.config, "config", "", "read settings (require = LIST, aer-threshold = N) from `FILE` (default "+defaultConfig+" when present); flags win")
+	f.Uint64Var(&ro.aerThreshold, "aer-threshold", check.DefaultAERThreshold, "correctable AER errors, new since the previous --prometheus file or since boot without one, that warn")
+}
+
+// capabilityNames lists the capabilities --require takes.
+func capabilityNames() string {
+	var names []string
+	for _, c := range check.Capabilities() {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ", ")
+}
+
+// resolve reads the configuration file and settles the requirements and the
+// AER threshold: a flag given on the command line wins over the file.
+// changed reports whether a flag was given on the command line.
+func (ro *reportOptions) resolve(changed func(flag string) bool) error {
+	path, explicit := defaultConfig, ro.config != ""
+	if explicit {
+		path = ro.config
+	}
+	c, err := readConfig(path, explicit)
+	switch {
+	case errors.Is(err, errConfig), explicit && errors.Is(err, fs.ErrNotExist):
+		return usageError("--config: %v", err)
+	case err != nil:
+		return noEvalError(fmt.Errorf("--config: %w", err))
+	}
+	ro.requireCaps = c.require
+	if changed("require") {
+		req, err := check.ParseRequirements(ro.require)
+		if err != nil {
+			return usageError("--require: %v", err)
+		}
+		ro.requireCaps = req
+	}
+	if c.aerThreshold != nil && !changed("aer-threshold") {
+		ro.aerThreshold = *c.aerThreshold
+	}
+	if ro.aerThreshold == 0 {
+		return usageError("--aer-threshold must be positive")
+	}
+	return nil
 }
 
 func newReportCommand(ro *reportOptions) *cobra.Command {
@@ -101,8 +154,11 @@ func (ro *reportOptions) validate() error {
 	return nil
 }
 
-func (ro *reportOptions) run(*cobra.Command) error {
+func (ro *reportOptions) run(cmd *cobra.Command) error {
 	if err := ro.validate(); err != nil {
+		return err
+	}
+	if err := ro.resolve(cmd.Flags().Changed); err != nil {
 		return err
 	}
 	return ro.report(ro.checks)
@@ -132,6 +188,7 @@ func (ro *reportOptions) report(ids []string) error {
 		Hostname:    hostName(),
 		Timestamp:   start,
 		FailOnWarn:  ro.failOn == "warn",
+		Require:     ro.requireCaps,
 	})
 	if o.format == "json" {
 		err = render.ReportJSON(o.stdout, rep)
@@ -190,7 +247,31 @@ func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) c
 	if ro.probe {
 		in.Probe = ro.runProbe(n, in.Source)
 	}
+	in.AER = check.AERPolicy{Threshold: ro.aerThreshold, Previous: ro.previousAER(n)}
 	return in
+}
+
+// previousAER reads the AER totals of the previous run back from the
+// --prometheus file it wrote, so that aer_errors judges their growth; nil when
+// there is no such file. A file that cannot be read or parsed is a warning and
+// the counts are judged since boot.
+func (ro *reportOptions) previousAER(n *node.Node) map[pcie.Address]pcie.AERCounts {
+	if ro.prometheus == "" {
+		return nil
+	}
+	f, err := os.Open(ro.prometheus)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		defer f.Close()
+		var prev map[pcie.Address]pcie.AERCounts
+		if prev, err = render.PreviousAER(f); err == nil {
+			return prev
+		}
+	}
+	n.Warnings = append(n.Warnings, fmt.Errorf("reading the previous --prometheus file for AER counts: %w", err))
+	return nil
 }
 
 // source says what the report describes.
