@@ -4,11 +4,15 @@
 // the exact remediation and references.
 //
 // Checks run in causal precedence, the order in which causes hide one another on a
-// real node (field-checks.md §4a "ordering"): whether devices can reach each other
-// at all, then virtualization and confidential-computing policy, then firmware
-// (IOMMU, ACS, BAR1), links, drivers, kernel modules and finally runtime settings
-// and probes. A report therefore names one thing to fix first: the first failure,
-// else the first warning.
+// real node: whether devices can reach each other at all, then virtualization and
+// confidential-computing policy, then firmware (IOMMU, ACS, BAR1), links, drivers,
+// kernel modules and finally runtime settings and probes. A report therefore names
+// one thing to fix first: the first failure, else the first unknown, else the
+// first warning.
+//
+// What fails a node depends on what it is for: each result names the capabilities
+// it blocks (Result.Blocks), and [Judge] keeps a failure only where it blocks a
+// required capability ([DefaultRequirements] unless --require says otherwise).
 //
 // Facts are gathered at the edge (cmd/p2pcheck) and handed in; nothing here reads
 // files, the environment or devices, so every check is table-tested on facts built
@@ -99,7 +103,7 @@ type Result struct {
 	// Blocks are the capabilities a Fail or Unknown stands in the way of; empty
 	// means the result concerns every capability.
 	Blocks []Capability `json:"blocks,omitempty"`
-	// Refs are the sources behind the check: field-checks.md failure entries,
+	// Refs are the sources behind the check: its page under docs/checks,
 	// kernel files, NVIDIA documents, issues.
 	Refs []string `json:"refs,omitempty"`
 }

@@ -113,7 +113,7 @@ type Meta struct {
 	Require []Capability
 }
 
-// Exit codes of a report (DESIGN.md "Exit codes").
+// Exit codes of a report, as p2pcheck exits with them.
 const (
 	ExitPass   = 0
 	ExitFail   = 1
