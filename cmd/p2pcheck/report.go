@@ -72,8 +72,8 @@ func capabilityNames() string {
 }
 
 // resolve reads the configuration file and settles the requirements and the
-// AER threshold: a flag given on the command line wins over the file.
-// changed reports whether a flag was given on the command line.
+// AER threshold: a flag given on the command line (changed reports which) wins
+// over the file.
 func (ro *reportOptions) resolve(changed func(flag string) bool) error {
 	path, explicit := defaultConfig, ro.config != ""
 	if explicit {
@@ -113,9 +113,15 @@ settings) and ends with the one thing to fix first.
 
 Checks, in the order they run:
 ` + catalogueHelp() + `
+A check fails the node only if it blocks what the node is for (--require, or
+"require =" in the configuration file; default p2p,gdr): otherwise it warns and says
+which --require would make it fail. A check that applies but could not read a fact it
+needs (ACS without root) is unknown, and says how to see it.
+
 Exit codes: 0 pass (warnings allowed), 1 a check failed, 2 warnings with
---fail-on=warn, 3 a check could not be evaluated, 64 usage error. The JSON "overall"
-and "exit_code" fields always agree with the exit code.`,
+--fail-on=warn, 3 a check of a required capability is unknown or could not be
+evaluated, 64 usage error. The JSON "overall" and "exit_code" fields always agree
+with the exit code.`,
 		Example: "  sudo p2pcheck\n  p2pcheck report --quick --format json\n  p2pcheck --check acs_path --check iommu_mode\n" +
 			"  p2pcheck --prometheus /var/lib/node_exporter/textfile/p2pcheck.prom --nfd /etc/kubernetes/node-feature-discovery/features.d/p2pcheck",
 		Args: noArgs,
