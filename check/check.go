@@ -4,11 +4,15 @@
 // the exact remediation and references.
 //
 // Checks run in causal precedence, the order in which causes hide one another on a
-// real node (field-checks.md §4a "ordering"): whether devices can reach each other
-// at all, then virtualization and confidential-computing policy, then firmware
-// (IOMMU, ACS, BAR1), links, drivers, kernel modules and finally runtime settings
-// and probes. A report therefore names one thing to fix first: the first failure,
-// else the first warning.
+// real node: whether devices can reach each other at all, then virtualization and
+// confidential-computing policy, then firmware (IOMMU, ACS, BAR1), links, drivers,
+// kernel modules and finally runtime settings and probes. A report therefore names
+// one thing to fix first: the first failure, else the first unknown, else the
+// first warning.
+//
+// What fails a node depends on what it is for: each result names the capabilities
+// it blocks (Result.Blocks), and [Judge] keeps a failure only where it blocks a
+// required capability ([DefaultRequirements] unless --require says otherwise).
 //
 // Facts are gathered at the edge (cmd/p2pcheck) and handed in; nothing here reads
 // files, the environment or devices, so every check is table-tested on facts built
@@ -59,9 +63,7 @@ func (s Status) rank() int {
 	switch s {
 	case Fail:
 		return 4
-	case Error:
-		return 3
-	case Unknown:
+	case Error, Unknown:
 		return 3
 	case Warn:
 		return 2
@@ -101,7 +103,7 @@ type Result struct {
 	// Blocks are the capabilities a Fail or Unknown stands in the way of; empty
 	// means the result concerns every capability.
 	Blocks []Capability `json:"blocks,omitempty"`
-	// Refs are the sources behind the check: field-checks.md failure entries,
+	// Refs are the sources behind the check: its page under docs/checks,
 	// kernel files, NVIDIA documents, issues.
 	Refs []string `json:"refs,omitempty"`
 }
@@ -190,13 +192,22 @@ func Run(f *Facts, ids []string) ([]Result, error) {
 	return out, nil
 }
 
-// Overall is the node's verdict over results: fail if any check failed, else error
-// if one could not be evaluated, else warn if any warned, else pass. Skips do not
-// count: they say why in their own result.
-func Overall(results []Result) Status {
+// Overall is the node's verdict over results judged against the required
+// capabilities req (nil means [DefaultRequirements]): fail if a check failed,
+// else error if the tool could not evaluate, else unknown if a check that
+// concerns a required capability could not read what it needs, else warn if any
+// warned, else pass. Skips do not count: they say why in their own result; nor
+// does an unknown that concerns only capabilities not required. Results should
+// be judged with [Judge] first, so that only failures that block a required
+// capability remain failures.
+func Overall(results []Result, req []Capability) Status {
+	req = requirements(req)
 	o := Pass
 	for _, r := range results {
-		if r.Status == Skip {
+		switch {
+		case r.Status == Skip:
+			continue
+		case r.Status == Unknown && !r.blocksAny(req):
 			continue
 		}
 		o = worse(o, r.Status)
@@ -205,11 +216,14 @@ func Overall(results []Result) Status {
 }
 
 // First returns the result to act on first: the first failure in causal order,
-// else the first error, else the first warning; nil when there is none.
-func First(results []Result) *Result {
-	for _, s := range []Status{Fail, Error, Warn} {
+// else the first error, else the first unknown that concerns a required
+// capability (its remediation says how to see the fact), else the first
+// warning; nil when there is none.
+func First(results []Result, req []Capability) *Result {
+	req = requirements(req)
+	for _, s := range []Status{Fail, Error, Unknown, Warn} {
 		for i := range results {
-			if results[i].Status == s {
+			if results[i].Status == s && (s != Unknown || results[i].blocksAny(req)) {
 				return &results[i]
 			}
 		}

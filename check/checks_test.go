@@ -163,9 +163,9 @@ func TestOverallAndExitCode(t *testing.T) {
 		{"fail beats error", r(check.Error, check.Fail), check.Fail, "b", 1, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := check.Overall(tt.results)
+			o := check.Overall(tt.results, nil)
 			first := ""
-			if f := check.First(tt.results); f != nil {
+			if f := check.First(tt.results, nil); f != nil {
 				first = f.ID
 			}
 			got := []any{o, first, check.ExitCode(o, false), check.ExitCode(o, true)}
@@ -248,7 +248,7 @@ func TestPCIeLinkCases(t *testing.T) {
 		}, outcome{check.Warn, "1 of 1 links", "reseat"}, "width lost"},
 		{"NVMe x4 in an x16 port", func(rp *fixture.Function) {
 			rp.Endpoint(fixture.ID(0x144d, 0xa824), fixture.Class(0x010802), fixture.Link(4, 4))
-		}, outcome{check.Pass, "1 links run at the best both ends can do", ""}, ""},
+		}, outcome{check.Pass, "1 links run at the best both ends support", ""}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := fixture.New().CPU("GenuineIntel", 6, 143, "Intel(R) Xeon(R)").CPUs(8).Kernel("6.8.0")

@@ -50,6 +50,8 @@ type Inputs struct {
 	NoNVML string
 	// Probe holds the --probe results; nil when the probe was not asked for.
 	Probe *ProbeReport
+	// AER says how aer_errors judges the cumulative AER counters.
+	AER AERPolicy
 }
 
 // NCCLConf is an NCCL configuration file: "NAME=value" lines.

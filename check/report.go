@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -13,15 +14,18 @@ const SchemaVersion = "1"
 
 // Report is a node's readiness report: every result with the facts around it.
 type Report struct {
-	SchemaVersion string      `json:"schema_version"`
-	ToolVersion   string      `json:"tool_version"`
-	Hostname      string      `json:"hostname"`
-	Timestamp     time.Time   `json:"timestamp"`
-	Overall       Status      `json:"overall"`
-	ExitCode      int         `json:"exit_code"`
-	Environment   Environment `json:"environment"`
-	Devices       []Device    `json:"devices"`
-	Checks        []Result    `json:"checks"`
+	SchemaVersion string    `json:"schema_version"`
+	ToolVersion   string    `json:"tool_version"`
+	Hostname      string    `json:"hostname"`
+	Timestamp     time.Time `json:"timestamp"`
+	Overall       Status    `json:"overall"`
+	ExitCode      int       `json:"exit_code"`
+	// Requirements are the capabilities the node was judged against: a check
+	// fails the node only if it blocks one of them.
+	Requirements []Capability `json:"requirements"`
+	Environment  Environment  `json:"environment"`
+	Devices      []Device     `json:"devices"`
+	Checks       []Result     `json:"checks"`
 	// FixFirst is the one thing to act on first; nil when nothing needs action.
 	FixFirst *FixFirst `json:"fix_first,omitempty"`
 	// Warnings are problems that degraded the picture without stopping it: an
@@ -31,6 +35,17 @@ type Report struct {
 	Features Features `json:"features"`
 	// Probe holds the --probe measurements; nil when the probe was not asked for.
 	Probe *ProbeReport `json:"probe,omitempty"`
+	// AER holds the AER error totals of the functions on peer paths that have
+	// them, what the next run compares with (aer_errors); in address order.
+	AER []AERCount `json:"aer,omitempty"`
+}
+
+// AERCount is one function's AER error totals since boot.
+type AERCount struct {
+	BDF         pcie.Address `json:"bdf"`
+	Correctable uint64       `json:"correctable"`
+	NonFatal    uint64       `json:"nonfatal"`
+	Fatal       uint64       `json:"fatal"`
 }
 
 // Environment describes the analysed machine and how it was read.
@@ -93,9 +108,12 @@ type Meta struct {
 	Timestamp   time.Time
 	// FailOnWarn makes warnings exit 2 (--fail-on=warn).
 	FailOnWarn bool
+	// Require lists the capabilities the node must have (--require); nil means
+	// DefaultRequirements.
+	Require []Capability
 }
 
-// Exit codes of a report (DESIGN.md "Exit codes").
+// Exit codes of a report, as p2pcheck exits with them.
 const (
 	ExitPass   = 0
 	ExitFail   = 1
@@ -104,12 +122,13 @@ const (
 )
 
 // ExitCode maps an overall status to the process exit code: 0 for pass and warn
-// (2 for warn with failOnWarn), 1 for fail, 3 when a check could not be evaluated.
+// (2 for warn with failOnWarn), 1 for fail, 3 when the tool could not evaluate
+// (error) or a check of a required capability is unknown.
 func ExitCode(overall Status, failOnWarn bool) int {
 	switch overall {
 	case Fail:
 		return ExitFail
-	case Error:
+	case Error, Unknown:
 		return ExitNoEval
 	case Warn:
 		if failOnWarn {
@@ -119,9 +138,13 @@ func ExitCode(overall Status, failOnWarn bool) int {
 	return ExitPass
 }
 
-// NewReport assembles the report of results over f.
+// NewReport assembles the report of results over f, judged against the
+// required capabilities m.Require (see [Judge]).
 func NewReport(f *Facts, results []Result, m Meta) Report {
-	o := Overall(results)
+	req := requirements(m.Require)
+	raw := results
+	results = Judge(results, req)
+	o := Overall(results, req)
 	rep := Report{
 		SchemaVersion: SchemaVersion,
 		ToolVersion:   m.ToolVersion,
@@ -129,19 +152,25 @@ func NewReport(f *Facts, results []Result, m Meta) Report {
 		Timestamp:     m.Timestamp.UTC().Truncate(time.Second),
 		Overall:       o,
 		ExitCode:      ExitCode(o, m.FailOnWarn),
+		Requirements:  slices.Clone(req),
 		Environment:   f.environment(),
 		Devices:       f.deviceList(),
 		Checks:        results,
 		Probe:         f.Probe,
 	}
-	rep.Features = f.features(results, o)
+	rep.Features = f.features(raw, o)
+	for _, d := range f.pathDevices() {
+		if a := d.AER; a != nil {
+			rep.AER = append(rep.AER, AERCount{BDF: d.Address, Correctable: a.Correctable, NonFatal: a.NonFatal, Fatal: a.Fatal})
+		}
+	}
 	for _, w := range f.Node.Warnings {
 		rep.Warnings = append(rep.Warnings, w.Error())
 	}
 	if rep.Checks == nil {
 		rep.Checks = []Result{}
 	}
-	if r := First(results); r != nil {
+	if r := First(results, req); r != nil {
 		ff := &FixFirst{ID: r.ID, Status: r.Status, Summary: r.Summary}
 		if len(r.Subjects) > 0 {
 			ff.Subject = r.Subjects[0]

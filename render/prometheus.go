@@ -10,7 +10,8 @@ import (
 )
 
 // StatusValue is the number a status takes in the p2pcheck_check_status and
-// p2pcheck_overall_status metrics: 0 pass, 1 warn, 2 fail, 3 skip, 4 error.
+// p2pcheck_overall_status metrics: 0 pass, 1 warn, 2 fail, 3 skip, 4 error,
+// 5 unknown.
 func StatusValue(s check.Status) float64 {
 	switch s {
 	case check.Pass:
@@ -21,6 +22,8 @@ func StatusValue(s check.Status) float64 {
 		return 2
 	case check.Skip:
 		return 3
+	case check.Unknown:
+		return 5
 	}
 	return 4
 }
@@ -35,6 +38,9 @@ func StatusValue(s check.Status) float64 {
 //   - p2pcheck_pcie_link_width{bdf,kind,state} and
 //     p2pcheck_pcie_link_generation{bdf,kind,state}, state "current" or "max"
 //   - p2pcheck_bar1_total_bytes{gpu,bdf}, p2pcheck_bar1_used_bytes{gpu,bdf}
+//   - p2pcheck_pcie_aer_errors{bdf,severity}: the AER totals since boot of the
+//     functions on peer paths, severity "correctable", "nonfatal" or "fatal",
+//     which [PreviousAER] reads back
 //   - p2pcheck_p2p_bandwidth_bytes_per_second{src_gpu,dst_gpu,engine} and
 //     p2pcheck_p2p_data_verified{src_gpu,dst_gpu} from --probe
 //   - p2pcheck_last_run_timestamp_seconds, p2pcheck_run_duration_seconds
@@ -49,7 +55,7 @@ func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Reg
 		reg.MustRegister(g)
 		return g
 	}
-	status := gauge("p2pcheck_check_status", "Status of a p2pcheck check (0 pass, 1 warn, 2 fail, 3 skip, 4 error); subject \"\" is the whole check.", "check", "subject")
+	status := gauge("p2pcheck_check_status", "Status of a p2pcheck check (0 pass, 1 warn, 2 fail, 3 skip, 4 error, 5 unknown); subject \"\" is the whole check.", "check", "subject")
 	for _, c := range r.Checks {
 		status.WithLabelValues(c.ID, "").Set(StatusValue(c.Status))
 		seen := map[string]float64{}
@@ -64,7 +70,7 @@ func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Reg
 			status.WithLabelValues(c.ID, f.Subject).Set(StatusValue(f.Status))
 		}
 	}
-	gauge("p2pcheck_overall_status", "Overall node status (0 pass, 1 warn, 2 fail, 4 error).").WithLabelValues().Set(StatusValue(r.Overall))
+	gauge("p2pcheck_overall_status", "Overall node status (0 pass, 1 warn, 2 fail, 4 error, 5 unknown).").WithLabelValues().Set(StatusValue(r.Overall))
 	gauge("p2pcheck_exit_code", "Exit code of the p2pcheck run that wrote this file.").WithLabelValues().Set(float64(r.ExitCode))
 
 	width := gauge("p2pcheck_pcie_link_width", "PCIe link width in lanes of a device of interest.", "bdf", "kind", "state")
@@ -96,6 +102,15 @@ func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Reg
 		}
 		if d.BAR1Used != nil {
 			bar1Used.WithLabelValues(idx, bdf).Set(float64(*d.BAR1Used))
+		}
+	}
+	if len(r.AER) > 0 {
+		aer := gauge(aerMetric, "AER errors the kernel counted for a function on a peer path since boot (aer_dev_*); read back by the next run to judge growth.", "bdf", "severity")
+		for _, a := range r.AER {
+			bdf := a.BDF.String()
+			aer.WithLabelValues(bdf, "correctable").Set(float64(a.Correctable))
+			aer.WithLabelValues(bdf, "nonfatal").Set(float64(a.NonFatal))
+			aer.WithLabelValues(bdf, "fatal").Set(float64(a.Fatal))
 		}
 	}
 	if p := r.Probe; p != nil {

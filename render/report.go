@@ -19,17 +19,19 @@ func ReportText(w io.Writer, r check.Report, s Style) error {
 	p := newPrinter(w)
 	p.line(s.bold("p2pcheck report") + " " + envLine(r.Environment))
 	p.line(deviceLine(r.Devices))
+	p.line("requirements: " + requirementsLine(r.Requirements))
 	p.line("")
-	width := 0
+	width, cell := 0, 5
 	for _, c := range r.Checks {
 		width = max(width, len(c.ID))
+		cell = max(cell, len(c.Status))
 	}
 	for _, c := range r.Checks {
-		p.line(fmt.Sprintf("%s  %-*s  %s", statusCell(c.Status, s), width, c.ID, c.Summary))
+		p.line(fmt.Sprintf("%s  %-*s  %s", statusCell(c.Status, cell, s), width, c.ID, c.Summary))
 		if c.Status == check.Pass || c.Status == check.Skip {
 			continue
 		}
-		ind := strings.Repeat(" ", 5+2+width+2)
+		ind := strings.Repeat(" ", cell+2+width+2)
 		if c.Observed != "" {
 			p.line(ind + s.dim("observed: ") + clip(c.Observed))
 		}
@@ -147,10 +149,29 @@ func deviceLine(ds []check.Device) string {
 	return "devices: " + strings.Join(parts, ", ")
 }
 
-// statusCell is the fixed-width status column.
-func statusCell(st check.Status, s Style) string {
+// requirementsLine names the capabilities the report judged against.
+func requirementsLine(req []check.Capability) string {
+	words := map[check.Capability]string{
+		check.CapP2P:     "p2p (GPU peer-to-peer)",
+		check.CapGDR:     "gdr (GPUDirect RDMA)",
+		check.CapGDRCopy: "gdrcopy (GDRCopy)",
+		check.CapNVMeP2P: "nvme-p2p (kernel P2PDMA)",
+	}
+	parts := make([]string, len(req))
+	for i, c := range req {
+		parts[i] = words[c]
+		if parts[i] == "" {
+			parts[i] = string(c)
+		}
+	}
+	return strings.Join(parts, ", ") + "; a check fails the node only if it blocks one of them (--require)"
+}
+
+// statusCell is the status column, width characters wide: the widest status
+// word of the report, so that a report without unknowns keeps its 5 columns.
+func statusCell(st check.Status, width int, s Style) string {
 	w := statusWord(st, s)
-	return w + strings.Repeat(" ", max(0, 5-len(st)))
+	return w + strings.Repeat(" ", max(0, width-len(st)))
 }
 
 func statusWord(st check.Status, s Style) string {
@@ -163,6 +184,8 @@ func statusWord(st check.Status, s Style) string {
 		return s.bad("FAIL")
 	case check.Error:
 		return s.bad("ERROR")
+	case check.Unknown:
+		return s.warn("UNKNOWN")
 	}
 	return s.dim(string(st))
 }

@@ -8,7 +8,7 @@ import (
 
 // newGdrCommand is "p2pcheck gdr": the report restricted to GDRCopy readiness.
 func newGdrCommand(o *globalOptions) *cobra.Command {
-	ro := &reportOptions{global: o, failOn: "fail", quick: true}
+	ro := &reportOptions{global: o, failOn: "fail", quick: true, requireCaps: []check.Capability{check.CapGDRCopy}}
 	cmd := &cobra.Command{
 		Use:   "gdr",
 		Short: "Check GDRCopy readiness: gdrdrv module, /dev/gdrdrv, major, mode, version, params, flavour",

@@ -38,6 +38,14 @@ type reportOptions struct {
 	nfd        string
 	nfdTTL     time.Duration
 	pid        int // --pid: the job process memlock_limit and nccl_env judge
+
+	// require, config and aerThreshold are --require, --config and
+	// --aer-threshold; resolve turns them, with the configuration file, into
+	// requireCaps and aerThreshold.
+	require      string
+	config       string
+	aerThreshold uint64
+	requireCaps  []check.Capability
 }
 
 func (ro *reportOptions) addFlags(cmd *cobra.Command) {
@@ -50,6 +58,51 @@ func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&ro.nfd, "nfd", "", "also write node-feature-discovery labels to `FILE` in features.d (atomically)")
 	f.DurationVar(&ro.nfdTTL, "nfd-expiry", time.Hour, "how long the --nfd labels stay valid if p2pcheck stops refreshing them")
 	f.IntVar(&ro.pid, "pid", 0, "judge the locked-memory limit and NCCL environment of process `PID` (a job's) instead of p2pcheck's own")
+	f.StringVar(&ro.require, "require", "", "what the node is for, a comma-separated `LIST` of "+capabilityNames()+
+		": a check fails the node only if it blocks one of them (default p2p,gdr)")
+	f.StringVar(&ro.config, "config", "", "read settings (require = LIST, aer-threshold = N) from `FILE` (default "+defaultConfig+" when present); flags win")
+	f.Uint64Var(&ro.aerThreshold, "aer-threshold", check.DefaultAERThreshold, "correctable AER errors, new since the previous --prometheus file or since boot without one, that warn")
+}
+
+// capabilityNames lists the capabilities --require takes.
+func capabilityNames() string {
+	var names []string
+	for _, c := range check.Capabilities() {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ", ")
+}
+
+// resolve reads the configuration file and settles the requirements and the
+// AER threshold: a flag given on the command line (changed reports which) wins
+// over the file.
+func (ro *reportOptions) resolve(changed func(flag string) bool) error {
+	path, explicit := defaultConfig, ro.config != ""
+	if explicit {
+		path = ro.config
+	}
+	c, err := readConfig(path, explicit)
+	switch {
+	case errors.Is(err, errConfig), explicit && errors.Is(err, fs.ErrNotExist):
+		return usageError("--config: %v", err)
+	case err != nil:
+		return noEvalError(fmt.Errorf("--config: %w", err))
+	}
+	ro.requireCaps = c.require
+	if changed("require") {
+		req, err := check.ParseRequirements(ro.require)
+		if err != nil {
+			return usageError("--require: %v", err)
+		}
+		ro.requireCaps = req
+	}
+	if c.aerThreshold != nil && !changed("aer-threshold") {
+		ro.aerThreshold = *c.aerThreshold
+	}
+	if ro.aerThreshold == 0 {
+		return usageError("--aer-threshold must be positive")
+	}
+	return nil
 }
 
 func newReportCommand(ro *reportOptions) *cobra.Command {
@@ -62,9 +115,15 @@ settings) and ends with the one thing to fix first.
 
 Checks, in the order they run:
 ` + catalogueHelp() + `
+A check fails the node only if it blocks what the node is for (--require, or
+"require =" in the configuration file; default p2p,gdr): otherwise it warns and says
+which --require would make it fail. A check that applies but could not read a fact it
+needs (ACS without root) is unknown, and says how to see it.
+
 Exit codes: 0 pass (warnings allowed), 1 a check failed, 2 warnings with
---fail-on=warn, 3 a check could not be evaluated, 64 usage error. The JSON "overall"
-and "exit_code" fields always agree with the exit code.`,
+--fail-on=warn, 3 a check of a required capability is unknown or could not be
+evaluated, 64 usage error. The JSON "overall" and "exit_code" fields always agree
+with the exit code.`,
 		Example: "  sudo p2pcheck\n  p2pcheck report --quick --format json\n  p2pcheck --check acs_path --check iommu_mode\n" +
 			"  p2pcheck --prometheus /var/lib/node_exporter/textfile/p2pcheck.prom --nfd /etc/kubernetes/node-feature-discovery/features.d/p2pcheck",
 		Args: noArgs,
@@ -103,8 +162,11 @@ func (ro *reportOptions) validate() error {
 	return ro.validatePID()
 }
 
-func (ro *reportOptions) run(*cobra.Command) error {
+func (ro *reportOptions) run(cmd *cobra.Command) error {
 	if err := ro.validate(); err != nil {
+		return err
+	}
+	if err := ro.resolve(cmd.Flags().Changed); err != nil {
 		return err
 	}
 	return ro.report(ro.checks)
@@ -134,6 +196,7 @@ func (ro *reportOptions) report(ids []string) error {
 		Hostname:    hostName(),
 		Timestamp:   start,
 		FailOnWarn:  ro.failOn == "warn",
+		Require:     ro.requireCaps,
 	})
 	if o.format == "json" {
 		err = render.ReportJSON(o.stdout, rep)
@@ -187,7 +250,31 @@ func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) c
 	if ro.probe {
 		in.Probe = ro.runProbe(n, in.Source)
 	}
+	in.AER = check.AERPolicy{Threshold: ro.aerThreshold, Previous: ro.previousAER(n)}
 	return in
+}
+
+// previousAER reads the AER totals of the previous run back from the
+// --prometheus file it wrote, so that aer_errors judges their growth; nil when
+// there is no such file. A file that cannot be read or parsed is a warning and
+// the counts are judged since boot.
+func (ro *reportOptions) previousAER(n *node.Node) map[pcie.Address]pcie.AERCounts {
+	if ro.prometheus == "" {
+		return nil
+	}
+	f, err := os.Open(ro.prometheus)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		defer f.Close()
+		var prev map[pcie.Address]pcie.AERCounts
+		if prev, err = render.PreviousAER(f); err == nil {
+			return prev
+		}
+	}
+	n.Warnings = append(n.Warnings, fmt.Errorf("reading the previous --prometheus file for AER counts: %w", err))
+	return nil
 }
 
 // source says what the report describes.

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/p2pkit/p2pkit/check"
+)
+
+// defaultConfig is the configuration file read when --config is not given and
+// the file exists.
+var defaultConfig = "/etc/p2pcheck/p2pcheck.conf"
+
+// maxConfig bounds the configuration file: a few lines are all it needs.
+const maxConfig = 64 << 10
+
+// errConfig is wrapped by every error about a configuration file's content.
+var errConfig = errors.New("config")
+
+// config is what a configuration file sets; a nil field was not set.
+type config struct {
+	require      []check.Capability
+	aerThreshold *uint64
+}
+
+// parseConfig parses a configuration file: "key = value" lines, blank lines and
+// lines starting with '#' ignored, the keys
+//
+//	require = p2p,gdr         what the node is for, as --require takes it
+//	aer-threshold = 100       as --aer-threshold
+//
+// A key set twice, an unknown key or a bad value is an error naming the line.
+func parseConfig(b []byte) (config, error) {
+	var c config
+	seen := map[string]bool{}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" {
+			return config{}, fmt.Errorf("%w: line %d: want key = value, not %q", errConfig, i+1, clipLine(line))
+		}
+		if seen[k] {
+			return config{}, fmt.Errorf("%w: line %d: %s set twice", errConfig, i+1, clipLine(k))
+		}
+		seen[k] = true
+		switch k {
+		case "require":
+			req, err := check.ParseRequirements(v)
+			if err != nil {
+				return config{}, fmt.Errorf("%w: line %d: require: %w", errConfig, i+1, err)
+			}
+			c.require = req
+		case "aer-threshold":
+			n, err := parseThreshold(v)
+			if err != nil {
+				return config{}, fmt.Errorf("%w: line %d: aer-threshold: %w", errConfig, i+1, err)
+			}
+			c.aerThreshold = &n
+		default:
+			return config{}, fmt.Errorf("%w: line %d: unknown key %q (valid: require, aer-threshold)", errConfig, i+1, clipLine(k))
+		}
+	}
+	return c, nil
+}
+
+// parseThreshold parses a positive count.
+func parseThreshold(s string) (uint64, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("want a positive whole number, not %q", clipLine(s))
+	}
+	return n, nil
+}
+
+// clipLine keeps what an error quotes from a hostile file short.
+func clipLine(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// readConfig reads the configuration file path; with explicit false, a missing
+// file is no error (the default path is read only when present).
+func readConfig(path string, explicit bool) (config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if !explicit && errors.Is(err, os.ErrNotExist) {
+			return config{}, nil
+		}
+		return config{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err != nil {
+		return config{}, err
+	}
+	if len(b) > maxConfig {
+		return config{}, fmt.Errorf("%w: %s is larger than %d bytes", errConfig, path, maxConfig)
+	}
+	c, err := parseConfig(b)
+	if err != nil {
+		return config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}

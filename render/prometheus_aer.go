@@ -1,0 +1,90 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// aerMetric is the metric of the AER totals in the textfile.
+const aerMetric = "p2pcheck_pcie_aer_errors"
+
+// maxTextfile bounds what PreviousAER reads: a textfile of a thousand-function
+// machine is well below it.
+const maxTextfile = 16 << 20
+
+// ErrTextfile is returned for a previous textfile that is not what
+// PrometheusRegistry writes.
+var ErrTextfile = errors.New("render: previous textfile")
+
+// PreviousAER reads the AER totals back from a textfile PrometheusRegistry
+// wrote (the p2pcheck_pcie_aer_errors samples), keyed by function, so that
+// aer_errors can judge their growth since that run. Samples with another metric
+// name are ignored; a sample of this metric with a bad address, severity or
+// value is an error wrapping ErrTextfile, as is a file over 16 MiB.
+func PreviousAER(r io.Reader) (map[pcie.Address]pcie.AERCounts, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxTextfile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxTextfile {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrTextfile, maxTextfile)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTextfile, err)
+	}
+	out := map[pcie.Address]pcie.AERCounts{}
+	fam, ok := fams[aerMetric]
+	if !ok {
+		return out, nil
+	}
+	for _, m := range fam.GetMetric() {
+		var bdf, sev string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "bdf":
+				bdf = l.GetValue()
+			case "severity":
+				sev = l.GetValue()
+			}
+		}
+		a, err := pcie.ParseAddress(bdf)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s bdf %q: %w", ErrTextfile, aerMetric, bdf, err)
+		}
+		var v float64
+		switch {
+		case m.GetGauge() != nil:
+			v = m.GetGauge().GetValue()
+		case m.GetUntyped() != nil:
+			v = m.GetUntyped().GetValue()
+		default:
+			return nil, fmt.Errorf("%w: %s{bdf=%q} is neither a gauge nor untyped", ErrTextfile, aerMetric, bdf)
+		}
+		if v < 0 || v > 1<<53 || v != math.Trunc(v) {
+			return nil, fmt.Errorf("%w: %s{bdf=%q,severity=%q} = %v is not a count", ErrTextfile, aerMetric, bdf, sev, v)
+		}
+		c := out[a]
+		switch sev {
+		case "correctable":
+			c.Correctable = uint64(v)
+		case "nonfatal":
+			c.NonFatal = uint64(v)
+		case "fatal":
+			c.Fatal = uint64(v)
+		default:
+			return nil, fmt.Errorf("%w: %s{bdf=%q} has severity %q", ErrTextfile, aerMetric, bdf, sev)
+		}
+		out[a] = c
+	}
+	return out, nil
+}
