@@ -78,8 +78,8 @@ func TestPrometheus(t *testing.T) {
 		family string
 		want   []string
 	}{
-		{"p2pcheck_overall_status", []string{" 2"}},
-		{"p2pcheck_exit_code", []string{" 1"}},
+		{"p2pcheck_overall_status", []string{" 1"}},
+		{"p2pcheck_exit_code", []string{" 0"}},
 		{"p2pcheck_pcie_link_width", []string{
 			"bdf=0000:03:00.0,kind=GPU,state=current 16", "bdf=0000:03:00.0,kind=GPU,state=max 16",
 			"bdf=0000:04:00.0,kind=GPU,state=current 8", "bdf=0000:04:00.0,kind=GPU,state=max 16",
@@ -103,7 +103,7 @@ func TestPrometheus(t *testing.T) {
 		}
 	}
 	status := series(fams["p2pcheck_check_status"])
-	for _, want := range []string{"check=gdrdrv,subject= 2", "check=pcie_link,subject= 1", "check=pcie_link,subject=0000:04:00.0 1", "check=acs_path,subject= 0", "check=p2p_data_integrity,subject= 3"} {
+	for _, want := range []string{"check=gdrdrv,subject= 1", "check=pcie_link,subject= 1", "check=pcie_link,subject=0000:04:00.0 1", "check=acs_path,subject= 0", "check=p2p_data_integrity,subject= 3"} {
 		if !contains(status, want) {
 			t.Errorf("p2pcheck_check_status lacks %q in %q", want, status)
 		}

@@ -80,8 +80,10 @@ func TestReportGolden(t *testing.T) {
 		{"dgx-h100", exitFail},
 		{"dgx-h100-acs-off", exitOK},
 		{"dgx-h100-nonroot", exitNoEval},
-		{"degraded-link", exitFail},
-		{"h200-2gpu-vm", exitFail},
+		// gdrdrv is missing on both: it blocks gdrcopy only, which the default
+		// requirements (p2p, gdr) leave out.
+		{"degraded-link", exitOK},
+		{"h200-2gpu-vm", exitOK},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := []string{"--snapshot", h200Snapshot}
@@ -112,7 +114,8 @@ func TestExitCodes(t *testing.T) {
 		overall check.Status
 		stderr  string
 	}{
-		{"fail", []string{"--root", degraded}, exitFail, check.Fail, ""},
+		{"gdrdrv warns by default", []string{"--root", degraded}, exitOK, check.Warn, ""},
+		{"fail", []string{"--root", degraded, "--require", "p2p,gdr,gdrcopy"}, exitFail, check.Fail, ""},
 		{"warn passes", []string{"--root", degraded, "--check", "pcie_link"}, exitOK, check.Warn, ""},
 		{"warn with --fail-on=warn", []string{"--root", degraded, "--check", "pcie_link", "--fail-on=warn"}, exitWarn, check.Warn, ""},
 		{"pass", []string{"--root", degraded, "--check", "acs_path", "--check", "iommu_mode", "--fail-on", "warn"}, exitOK, check.Pass, ""},
@@ -188,7 +191,7 @@ func TestFleetFiles(t *testing.T) {
 	root := machineRoot(t, "degraded-link")
 	dir := t.TempDir()
 	prom, nfd := filepath.Join(dir, "p2pcheck.prom"), filepath.Join(dir, "p2pcheck")
-	if code, _, stderr := p2pcheck("--root", root, "--prometheus", prom, "--nfd", nfd, "--nfd-expiry", "30m"); code != exitFail {
+	if code, _, stderr := p2pcheck("--root", root, "--require", "gdrcopy", "--prometheus", prom, "--nfd", nfd, "--nfd-expiry", "30m"); code != exitFail {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	ents, err := os.ReadDir(dir)
