@@ -24,6 +24,9 @@ func (s LinkSpeed) String() string {
 	return "Gen" + strconv.Itoa(int(s))
 }
 
+// known reports whether s is a generation LinkSpeed knows.
+func (s LinkSpeed) known() bool { return s != 0 && s <= maxLinkSpeed }
+
 // GTs returns the per-lane rate as sysfs and lspci print it, for example
 // "32.0 GT/s", or "unknown".
 func (s LinkSpeed) GTs() string {

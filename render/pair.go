@@ -45,7 +45,7 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 		if pt, ok := d.PortType(); ok {
 			notes = append(notes, pt.String())
 		}
-		if l := linkText(h.Link, s); l != "" {
+		if l := linkText(d, h.Link, s); l != "" {
 			notes = append(notes, l)
 		}
 		if acs, known := d.ACS(); !known {
@@ -86,9 +86,9 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 		}
 		p.line(line)
 	}
-	p.line("why:             " + v.Reason)
+	p.line("why:             " + Escape(v.Reason))
 	for _, u := range v.Unknowns {
-		p.line("unknown:         " + s.warn(u))
+		p.line("unknown:         " + s.warn(Escape(u)))
 	}
 	if v.Fix != nil {
 		p.line("")
@@ -149,7 +149,7 @@ func PairJSON(w io.Writer, r PairReport) error {
 		dd := newDeviceDoc(h.Device)
 		doc.Hops = append(doc.Hops, hop{
 			Address: h.Device.Address, PortType: dd.PortType,
-			Link: linkDoc{Current: newLinkSide(h.Link.Current), Max: newLinkSide(h.Link.Max), Degraded: h.Link.Degraded()},
+			Link: newLinkDoc(h.Device, h.Link),
 			ACS:  dd.ACS, ACSRedirect: slices.Contains(r.Verdict.ACSRedirect, h.Device.Address), Common: h.Device == r.Path.Common,
 		})
 	}

@@ -21,7 +21,7 @@ func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 		if i > 0 {
 			p.line("")
 		}
-		p.line(s.bold(hb.Name) + s.dim(fmt.Sprintf("  host bridge, domain %04x, root bus %02x", hb.Domain, hb.Bus)))
+		p.line(s.bold(Escape(hb.Name)) + s.dim(fmt.Sprintf("  host bridge, domain %04x, root bus %02x", hb.Domain, hb.Bus)))
 		for j, d := range hb.Devices {
 			topoNode(p, d, "", j == len(hb.Devices)-1, s)
 		}
@@ -37,7 +37,7 @@ func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 		p.line("")
 		p.line(s.warn(fmt.Sprintf("%d problem(s) while reading the tree:", len(t.Errors))))
 		for _, err := range t.Errors {
-			p.line("  " + err.Error())
+			p.line("  " + Escape(err.Error()))
 		}
 	}
 	return p.done()
@@ -72,7 +72,8 @@ func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style) {
 	}
 }
 
-// deviceTitle is "[10de:2335] 3D controller: NVIDIA Corporation GH100 [H200 SXM 141GB]".
+// deviceTitle is "[10de:2335] 3D controller: NVIDIA Corporation GH100 [H200 SXM 141GB]",
+// the class and product in lspci's words, escaped for a terminal.
 func deviceTitle(d *pcie.Device) string {
 	var b strings.Builder
 	b.Grow(96)
@@ -81,17 +82,19 @@ func deviceTitle(d *pcie.Device) string {
 	b.WriteByte(':')
 	writeHex(&b, uint64(d.Record.Device), 4)
 	b.WriteString("] ")
-	if d.ClassName != "" {
-		b.WriteString(d.ClassName)
-	} else {
-		b.WriteString("class ")
-		writeHex(&b, uint64(d.ClassCode()), 6)
-	}
-	if name := deviceName(d); name != "" {
-		b.WriteString(": ")
-		b.WriteString(name)
-	}
+	b.WriteString(Escape(className(d)))
+	b.WriteString(": ")
+	b.WriteString(Escape(deviceName(d)))
 	return b.String()
+}
+
+// className is the class's name from pci.ids with lspci's fallbacks, or "Class
+// xxxx" without a database.
+func className(d *pcie.Device) string {
+	if d.ClassName != "" {
+		return d.ClassName
+	}
+	return pcie.ClassText(d.ClassCode(), "", "")
 }
 
 // writeHex writes v in lower-case hexadecimal, zero-padded to digits.
@@ -104,15 +107,11 @@ func writeHex(b *strings.Builder, v uint64, digits int) {
 	b.Write(s)
 }
 
-// deviceName joins the vendor and device names from pci.ids, if any.
+// deviceName is the vendor and device names as lspci prints them
+// (pcie.ProductText): "Intel Corporation Device 347a" when pci.ids lacks the
+// device, "Device 1234:1111" when it lacks the vendor.
 func deviceName(d *pcie.Device) string {
-	switch {
-	case d.VendorName != "" && d.DeviceName != "":
-		return d.VendorName + " " + d.DeviceName
-	case d.VendorName != "":
-		return d.VendorName + fmt.Sprintf(" device %04x", d.Record.Device)
-	}
-	return ""
+	return pcie.ProductText(d.Vendor, d.Record.Device, d.VendorName, d.DeviceName)
 }
 
 // facts joins a device's facts with " · ".
@@ -141,9 +140,9 @@ func deviceFacts(d *pcie.Device, s Style) string {
 		f.add(strconv.Itoa(n), " VFs")
 	}
 	if d.Driver != "" {
-		f.add("driver ", d.Driver)
+		f.add("driver ", Escape(d.Driver))
 	}
-	if l := linkText(d.Link(), s); l != "" {
+	if l := linkText(d, d.Link(), s); l != "" {
 		f.add(l)
 	}
 	if d.NUMANode != nil {
@@ -159,22 +158,24 @@ func deviceFacts(d *pcie.Device, s Style) string {
 		f.add("p2pmem ", SizeString(d.P2PMem.Size), " (", SizeString(d.P2PMem.Available), " free)")
 	}
 	if d.Err != nil {
-		f.add(s.warn("read error: " + d.Err.Error()))
+		f.add(s.warn("read error: " + Escape(d.Err.Error())))
 	}
 	return f.String()
 }
 
-// linkText is "Gen5 x16", or "Gen4 x8 (max Gen5 x16) DEGRADED"; "" with nothing known.
-func linkText(l pcie.LinkState, s Style) string {
+// linkText is "Gen5 x16", or "Gen4 x8 (max Gen5 x16)", followed by lspci's mark
+// "(downgraded)" when d runs below its own capability (pcie.Device.LinkDowngraded);
+// "" with nothing known.
+func linkText(d *pcie.Device, l pcie.LinkState, s Style) string {
 	if !l.Current.Known() && !l.Max.Known() {
 		return ""
 	}
-	if l.Current == l.Max || !l.Max.Known() {
-		return l.Current.String()
+	text := l.Current.String()
+	if l.Current != l.Max && l.Max.Known() {
+		text += " (max " + l.Max.String() + ")"
 	}
-	text := fmt.Sprintf("%s (max %s)", l.Current, l.Max)
-	if l.Degraded() {
-		text += " " + s.warn("DEGRADED")
+	if down, _ := d.LinkDowngraded(); down {
+		text += " " + s.warn("(downgraded)")
 	}
 	return text
 }
@@ -364,10 +365,20 @@ type busDoc struct {
 	Subordinate string `json:"subordinate"`
 }
 
+// linkDoc: downgraded is lspci's "(downgraded)" (pcie.Device.LinkDowngraded), null
+// when it could not be judged.
 type linkDoc struct {
-	Current  *linkSide `json:"current"`
-	Max      *linkSide `json:"max"`
-	Degraded bool      `json:"degraded"`
+	Current    *linkSide `json:"current"`
+	Max        *linkSide `json:"max"`
+	Downgraded *bool     `json:"downgraded"`
+}
+
+func newLinkDoc(d *pcie.Device, l pcie.LinkState) linkDoc {
+	doc := linkDoc{Current: newLinkSide(l.Current), Max: newLinkSide(l.Max)}
+	if down, known := d.LinkDowngraded(); known {
+		doc.Downgraded = &down
+	}
+	return doc
 }
 
 type linkSide struct {
@@ -439,8 +450,7 @@ func newDeviceDoc(d *pcie.Device) deviceDoc {
 		name := pt.String()
 		doc.PortType = &name
 	}
-	l := d.Link()
-	doc.Link = linkDoc{Current: newLinkSide(l.Current), Max: newLinkSide(l.Max), Degraded: l.Degraded()}
+	doc.Link = newLinkDoc(d, d.Link())
 	acs, known := d.ACS()
 	doc.ACS.Known = known
 	if acs != nil {
