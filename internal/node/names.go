@@ -34,3 +34,20 @@ func loadNames(path string) (annotate func(t *pcie.Topology) error) {
 		return nil
 	}
 }
+
+// NameGPUs names the GPUs that pci.ids did not (no database on the host, or one
+// older than the GPU) with the name NVML gives them ("NVIDIA H200"). It does
+// nothing without NVML facts; call it after setting GPU.
+func (n *Node) NameGPUs() {
+	if n.GPU == nil {
+		return
+	}
+	for _, d := range n.Topology.GPUs() {
+		if d.DeviceName != "" {
+			continue
+		}
+		if g := n.gpuAt(d.Address); g != nil && g.Name != "" {
+			d.DeviceName = g.Name
+		}
+	}
+}
