@@ -401,12 +401,12 @@ func TestLspci(t *testing.T) {
 
 // comparison is one tree as p2pcheck and lspci see it.
 type comparison struct {
-	db         *pciids.DB
-	dir        string
-	top        *pcie.Topology
-	vmm        machine // -vmm -nn -k
-	paths      map[pcie.Address]pathLine
-	verb       map[pcie.Address]*verbose
+	db    *pciids.DB
+	dir   string
+	top   *pcie.Topology
+	vmm   machine // -vmm -nn -k
+	paths map[pcie.Address]pathLine
+	verb  map[pcie.Address]*verbose
 }
 
 // run checks every function of the tree against lspci's records.
@@ -517,4 +517,3 @@ func className(d *pcie.Device) string {
 	}
 	return pcie.ClassText(d.ClassCode(), "", "")
 }
-
