@@ -122,6 +122,10 @@ func titleOf(d *pcie.Device) string {
 	return d.Address.String() + " " + deviceTitle(d)
 }
 
+// PairSchemaVersion is the version of schema/pair.v1.json that PairJSON writes in
+// "schema_version".
+const PairSchemaVersion = "1"
+
 // PairJSON writes the pair explanation for programs.
 func PairJSON(w io.Writer, r PairReport) error {
 	type hop struct {
@@ -133,15 +137,16 @@ func PairJSON(w io.Writer, r PairReport) error {
 		Common      bool         `json:"common_upstream"`
 	}
 	doc := struct {
-		Provider pcie.Address   `json:"provider"`
-		Client   pcie.Address   `json:"client"`
-		Hops     []hop          `json:"hops"`
-		Common   *pcie.Address  `json:"common_upstream"`
-		Verdict  p2pdma.Verdict `json:"verdict"`
-		Reverse  p2pdma.Verdict `json:"reverse"`
-		NVSMI    string         `json:"path_type"`
-		NCCL     string         `json:"nccl_path_type"`
-	}{Provider: r.Verdict.Provider, Client: r.Verdict.Client, Hops: []hop{}, Verdict: r.Verdict, Reverse: r.Reverse, NVSMI: r.NVSMI, NCCL: r.NCCL}
+		SchemaVersion string         `json:"schema_version"`
+		Provider      pcie.Address   `json:"provider"`
+		Client        pcie.Address   `json:"client"`
+		Hops          []hop          `json:"hops"`
+		Common        *pcie.Address  `json:"common_upstream"`
+		Verdict       p2pdma.Verdict `json:"verdict"`
+		Reverse       p2pdma.Verdict `json:"reverse"`
+		NVSMI         string         `json:"path_type"`
+		NCCL          string         `json:"nccl_path_type"`
+	}{SchemaVersion: PairSchemaVersion, Provider: r.Verdict.Provider, Client: r.Verdict.Client, Hops: []hop{}, Verdict: r.Verdict, Reverse: r.Reverse, NVSMI: r.NVSMI, NCCL: r.NCCL}
 	if r.Path.Common != nil {
 		doc.Common = &r.Path.Common.Address
 	}

@@ -154,6 +154,9 @@ func deviceFacts(d *pcie.Device, s Style) string {
 	if bars := largeBARs(d); bars != "" {
 		f.add(bars)
 	}
+	for _, i := range unreadBARs(d) {
+		f.add(s.dim("BAR [" + strconv.Itoa(i) + "] unknown (resource line unreadable)"))
+	}
 	if d.P2PMem != nil {
 		f.add("p2pmem ", SizeString(d.P2PMem.Size), " (", SizeString(d.P2PMem.Available), " free)")
 	}
@@ -200,6 +203,18 @@ func largeBARs(d *pcie.Device) string {
 		b.WriteString(SizeString(r.Size()))
 	}
 	return b.String()
+}
+
+// unreadBARs returns the BAR indices (0 to 5) whose resource line did not parse:
+// their size and address are unknown, not absent.
+func unreadBARs(d *pcie.Device) []int {
+	var out []int
+	for _, i := range d.ResourcesUnread {
+		if i <= 5 {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // acsLine describes ACS on functions that have (or may have) it: bridges always,
@@ -272,7 +287,7 @@ func (p *printer) done() error {
 // its IDs, names, tree links, port type, link, ACS, BARs, SR-IOV and p2pmem facts.
 // Unknown facts are null, never a guessed value.
 func TopoJSON(w io.Writer, t *pcie.Topology) error {
-	doc := topoDoc{HostBridges: []hostBridgeDoc{}, Switches: []switchDoc{}, Devices: []deviceDoc{}, Errors: []string{}}
+	doc := topoDoc{SchemaVersion: TopoSchemaVersion, HostBridges: []hostBridgeDoc{}, Switches: []switchDoc{}, Devices: []deviceDoc{}, Errors: []string{}}
 	for _, hb := range t.HostBridges {
 		h := hostBridgeDoc{Name: hb.Name, Domain: fmt.Sprintf("%04x", hb.Domain), Bus: fmt.Sprintf("%02x", hb.Bus), Devices: addrs(hb.Devices)}
 		doc.HostBridges = append(doc.HostBridges, h)
@@ -303,11 +318,16 @@ func addrs(ds []*pcie.Device) []pcie.Address {
 	return out
 }
 
+// TopoSchemaVersion is the version of schema/topo.v1.json that TopoJSON writes in
+// "schema_version".
+const TopoSchemaVersion = "1"
+
 type topoDoc struct {
-	HostBridges []hostBridgeDoc `json:"host_bridges"`
-	Switches    []switchDoc     `json:"switches"`
-	Devices     []deviceDoc     `json:"devices"`
-	Errors      []string        `json:"errors"`
+	SchemaVersion string          `json:"schema_version"`
+	HostBridges   []hostBridgeDoc `json:"host_bridges"`
+	Switches      []switchDoc     `json:"switches"`
+	Devices       []deviceDoc     `json:"devices"`
+	Errors        []string        `json:"errors"`
 }
 
 type hostBridgeDoc struct {
@@ -349,6 +369,7 @@ type deviceDoc struct {
 	Link            linkDoc           `json:"link"`
 	ACS             acsDoc            `json:"acs"`
 	BARs            []barDoc          `json:"bars"`
+	BARsUnread      []int             `json:"bars_unread,omitempty"`
 	PhysFn          *pcie.Address     `json:"physfn,omitempty"`
 	VirtFns         []pcie.Address    `json:"virtfns,omitempty"`
 	SRIOV           *pcie.SRIOVCounts `json:"sriov,omitempty"`
@@ -459,6 +480,7 @@ func newDeviceDoc(d *pcie.Device) deviceDoc {
 		doc.ACS.Capability, doc.ACS.Control = &capStr, &ctrlStr
 		doc.ACS.ControlText = pcie.ACSString(acs.Control)
 	}
+	doc.BARsUnread = unreadBARs(d)
 	for _, r := range d.BARs() {
 		doc.BARs = append(doc.BARs, barDoc{Index: r.Index, Start: fmt.Sprintf("0x%x", r.Start), Size: r.Size(), Mem: r.IsMem(), Is64: r.Is64(), Prefetchable: r.Prefetchable()})
 	}
