@@ -47,6 +47,7 @@ func TopoDot(w io.Writer, t *pcie.Topology, plat p2pdma.Platform) error {
 				j++
 			}
 		}
+		v = p2pdma.CheckComplete(v, devs[i], devs[j])
 		for _, end := range []*pcie.Device{devs[i], devs[j]} {
 			for x := end; x != nil && (v.Common == nil || x.Address != *v.Common); x = x.Parent {
 				mark(x, v.MapType)

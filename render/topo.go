@@ -3,6 +3,7 @@ package render
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,24 +14,48 @@ import (
 
 // TopoText writes the tree like `lspci -tv`, one host bridge at a time, each
 // function with its IDs and names, and an indented line of facts: port type,
-// driver, link (a degraded link marked), ACS control on bridges in lspci's words,
-// NUMA node, IOMMU group and the large BARs.
+// driver, link (lspci's "(downgraded)" marked), ACS control on bridges in lspci's
+// words, NUMA node, IOMMU group and the large BARs. Every function is printed:
+// those no host bridge reaches (a parent that was not read, a parent link that
+// closed a loop) under an "unattached" heading, each with the reason.
 func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 	p := newPrinter(w)
+	printed := make(map[*pcie.Device]bool, len(t.Devices))
 	for i, hb := range t.HostBridges {
 		if i > 0 {
 			p.line("")
 		}
 		p.line(s.bold(Escape(hb.Name)) + s.dim(fmt.Sprintf("  host bridge, domain %04x, root bus %02x", hb.Domain, hb.Bus)))
 		for j, d := range hb.Devices {
-			topoNode(p, d, "", j == len(hb.Devices)-1, s)
+			topoNode(p, d, "", j == len(hb.Devices)-1, s, printed)
 		}
 	}
-	if orphans := orphanDevices(t); len(orphans) > 0 {
+	var unattached []*pcie.Device
+	for _, d := range t.Devices {
+		if !printed[d] && (d.Parent == nil || !reaches(d, printed)) {
+			unattached = append(unattached, d)
+		}
+	}
+	if len(unattached) > 0 {
+		reasons := map[pcie.Address][]string{}
+		for _, err := range t.Errors {
+			var de *pcie.DeviceError
+			if errors.As(err, &de) {
+				reasons[de.Address] = append(reasons[de.Address], de.Err.Error())
+			}
+		}
 		p.line("")
-		p.line(s.warn("functions outside the tree (parent not found):"))
-		for i, d := range orphans {
-			topoNode(p, d, "", i == len(orphans)-1, s)
+		p.line(s.warn("unattached: functions no host bridge reaches, each under its reason:"))
+		for i, d := range unattached {
+			if printed[d] {
+				continue // below an earlier unattached function
+			}
+			why := "parent not known"
+			if r := reasons[d.Address]; len(r) > 0 {
+				why = strings.Join(r, "; ")
+			}
+			p.line("   " + s.dim("("+Escape(why)+")"))
+			topoNode(p, d, "", i == len(unattached)-1, s, printed)
 		}
 	}
 	if len(t.Errors) > 0 {
@@ -43,19 +68,22 @@ func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 	return p.done()
 }
 
-// orphanDevices returns functions that hang under no host bridge: their sysfs path
-// named a parent that was not read.
-func orphanDevices(t *pcie.Topology) []*pcie.Device {
-	var out []*pcie.Device
-	for _, d := range t.Devices {
-		if d.Parent == nil && d.HostBridge == nil {
-			out = append(out, d)
+// reaches reports whether d's parent chain ends in a printed function, so that d
+// will be printed below it.
+func reaches(d *pcie.Device, printed map[*pcie.Device]bool) bool {
+	for x, n := d.Parent, 0; x != nil && n < 1<<16; x, n = x.Parent, n+1 {
+		if printed[x] {
+			return true
 		}
 	}
-	return out
+	return false
 }
 
-func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style) {
+func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style, printed map[*pcie.Device]bool) {
+	if printed[d] {
+		return // a loop the tree builder did not cut
+	}
+	printed[d] = true
 	branch, cont := "├─ ", "│  "
 	if last {
 		branch, cont = "└─ ", "   "
@@ -68,7 +96,7 @@ func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style) {
 		p.line(indent + cont + "   " + line)
 	}
 	for i, c := range d.Children {
-		topoNode(p, c, indent+cont, i == len(d.Children)-1, s)
+		topoNode(p, c, indent+cont, i == len(d.Children)-1, s, printed)
 	}
 }
 

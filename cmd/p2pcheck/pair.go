@@ -42,8 +42,8 @@ controller name (ib0, mlx5_0, nvme1).`,
 			calc := p2pdma.NewCalculator(n.Topology, n.P2P)
 			r := render.PairReport{
 				Path:    n.Topology.Path(a, b),
-				Verdict: calc.Calc(a, b),
-				Reverse: calc.Calc(b, a),
+				Verdict: p2pdma.CheckComplete(calc.Calc(a, b), a, b),
+				Reverse: p2pdma.CheckComplete(calc.Calc(b, a), b, a),
 				NVSMI:   pathclass.NVSMI(a, b, 0).String(),
 				NCCL:    pathclass.NCCL(a, b).String(),
 			}

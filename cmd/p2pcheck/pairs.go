@@ -67,6 +67,7 @@ func pairSeq(n *node.Node, devs []*pcie.Device) func(func(render.Pair) bool) {
 					j++
 				}
 			}
+			v = p2pdma.CheckComplete(v, devs[i], devs[j])
 			p := render.Pair{Verdict: v, PathType: pathclass.NVSMI(devs[i], devs[j], 0).String()}
 			if !yield(p) {
 				return
