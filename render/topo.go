@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/internal/bytesize"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -186,7 +187,7 @@ func deviceFacts(d *pcie.Device, s Style) string {
 		f.add(s.dim("BAR [" + strconv.Itoa(i) + "] unknown (resource line unreadable)"))
 	}
 	if d.P2PMem != nil {
-		f.add("p2pmem ", SizeString(d.P2PMem.Size), " (", SizeString(d.P2PMem.Available), " free)")
+		f.add("p2pmem ", bytesize.Format(d.P2PMem.Size), " (", bytesize.Format(d.P2PMem.Available), " free)")
 	}
 	if d.Err != nil {
 		f.add(s.warn("read error: " + Escape(d.Err.Error())))
@@ -228,7 +229,7 @@ func largeBARs(d *pcie.Device) string {
 		b.WriteByte('[')
 		b.WriteString(strconv.Itoa(r.Index))
 		b.WriteString("] ")
-		b.WriteString(SizeString(r.Size()))
+		b.WriteString(bytesize.Format(r.Size()))
 	}
 	return b.String()
 }
@@ -268,21 +269,6 @@ func acsBits(ctrl uint16, s Style) string {
 		}
 	}
 	return strings.Join(words, " ")
-}
-
-// SizeString prints a byte count in binary units: "256 GiB", "16 MiB", "512 B".
-func SizeString(n uint64) string {
-	units := [...]string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	v := float64(n)
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	if v == float64(uint64(v)) {
-		return strconv.FormatUint(uint64(v), 10) + " " + units[i]
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i]
 }
 
 // printer writes lines through a buffer, keeping the first error; done flushes.
