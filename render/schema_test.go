@@ -87,7 +87,7 @@ func outputs(t *testing.T, n *node.Node) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	var b bytes.Buffer
-	if err := TopoJSON(&b, n.Topology); err != nil {
+	if err := TopoJSON(&b, n.Topology, n.Warnings); err != nil {
 		t.Fatal(err)
 	}
 	out["topo"] = bytes.Clone(b.Bytes())

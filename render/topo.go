@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -252,11 +253,24 @@ func acsLine(d *pcie.Device, s Style) string {
 	acs, known := d.ACS()
 	switch {
 	case !known && d.IsBridge():
-		return s.dim("ACSCtl: unknown (config space past 64 bytes needs root)")
+		return s.dim("ACSCtl: unknown (" + configGap(d) + ")")
 	case acs == nil:
 		return ""
 	}
 	return "ACSCtl: " + acsBits(acs.Control, s)
+}
+
+// configGap says why config space did not show a capability: no config file at
+// all, or only the 64 bytes an unprivileged reader gets (drivers/pci/pci-sysfs.c
+// pci_read_config).
+func configGap(d *pcie.Device) string {
+	switch n := len(d.Record.Config); {
+	case n == 0:
+		return "no config space was read"
+	case n <= pcie.ConfigHeaderSize:
+		return "config space past 64 bytes needs root"
+	}
+	return "capability list unreadable"
 }
 
 // acsBits is lspci's rendering with the redirect bits the kernel tests
@@ -299,9 +313,16 @@ func (p *printer) done() error {
 
 // TopoJSON writes the full model: host bridges, switches, and every function with
 // its IDs, names, tree links, port type, link, ACS, BARs, SR-IOV and p2pmem facts.
-// Unknown facts are null, never a guessed value.
-func TopoJSON(w io.Writer, t *pcie.Topology) error {
-	doc := topoDoc{SchemaVersion: TopoSchemaVersion, HostBridges: []hostBridgeDoc{}, Switches: []switchDoc{}, Devices: []deviceDoc{}, Errors: []string{}}
+// Unknown facts are null, never a guessed value. errors lists the topology's
+// per-function problems; warnings the loader's other ones (node.Node.Warnings; those
+// that are topology errors are not repeated).
+func TopoJSON(w io.Writer, t *pcie.Topology, warnings []error) error {
+	doc := topoDoc{SchemaVersion: TopoSchemaVersion, HostBridges: []hostBridgeDoc{}, Switches: []switchDoc{}, Devices: []deviceDoc{}, Errors: []string{}, Warnings: []string{}}
+	for _, w := range warnings {
+		if !slices.Contains(t.Errors, w) {
+			doc.Warnings = append(doc.Warnings, w.Error())
+		}
+	}
 	for _, hb := range t.HostBridges {
 		h := hostBridgeDoc{Name: hb.Name, Domain: fmt.Sprintf("%04x", hb.Domain), Bus: fmt.Sprintf("%02x", hb.Bus), Devices: addrs(hb.Devices)}
 		doc.HostBridges = append(doc.HostBridges, h)
@@ -342,6 +363,7 @@ type topoDoc struct {
 	Switches      []switchDoc     `json:"switches"`
 	Devices       []deviceDoc     `json:"devices"`
 	Errors        []string        `json:"errors"`
+	Warnings      []string        `json:"warnings"`
 }
 
 type hostBridgeDoc struct {

@@ -47,7 +47,7 @@ between the devices they join.`,
 				return err
 			}
 			if o.format == "json" {
-				return render.TopoJSON(o.stdout, n.Topology)
+				return render.TopoJSON(o.stdout, n.Topology, n.Warnings)
 			}
 			o.printWarnings(n)
 			return render.TopoText(o.stdout, n.Topology, render.Style{Color: o.color()})
