@@ -5,33 +5,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/matrix"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 func load(t *testing.T, name string) *pcie.Topology {
 	t.Helper()
-	m, err := fixture.ByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := m.NoDeviceNodes().Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := sysfs.NewFS(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	n, err := node.Load(fsys, node.Options{NoNames: true, NoPlatform: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n.Topology
+	return testnode.Load(t, name, node.Options{NoNames: true, NoPlatform: true}).Topology
 }
 
 // row is one entry of a Model, flattened for comparison.

@@ -34,26 +34,13 @@ func TopoDot(w io.Writer, t *pcie.Topology, plat p2pdma.Platform) error {
 			worst[d] = m
 		}
 	}
-	calc := p2pdma.NewCalculator(t, plat)
-	i, j := 0, 0
-	for v := range calc.All(devs) {
-		// All yields provider-major over distinct pairs.
-		if j == i {
-			j++
-		}
-		if j == len(devs) {
-			i, j = i+1, 0
-			if j == i {
-				j++
-			}
-		}
-		v = p2pdma.CheckComplete(v, devs[i], devs[j])
-		for _, end := range []*pcie.Device{devs[i], devs[j]} {
+	for e, v := range p2pdma.NewCalculator(t, plat).AllEnds(devs) {
+		v = p2pdma.CheckComplete(v, e.Provider, e.Client)
+		for _, end := range []*pcie.Device{e.Provider, e.Client} {
 			for x := end; x != nil && (v.Common == nil || x.Address != *v.Common); x = x.Parent {
 				mark(x, v.MapType)
 			}
 		}
-		j++
 	}
 
 	p := newPrinter(w)
@@ -61,29 +48,43 @@ func TopoDot(w io.Writer, t *pcie.Topology, plat p2pdma.Platform) error {
 	p.line(`  graph [rankdir=LR, fontname="Helvetica", label="links: green bus-addr, orange thru-host-bridge, red not-supported, grey unknown (the kernel's verdict between the devices of interest they join)", labelloc=t];`)
 	p.line(`  node [fontname="Helvetica", fontsize=10];`)
 	p.line(`  edge [arrowhead=none];`)
+	g := &dotWriter{p: p, label: label, worst: worst, drawn: map[*pcie.Device]bool{}}
 	for _, hb := range t.HostBridges {
 		p.line(fmt.Sprintf("  %s [shape=box3d, label=%s];", dotID(hb.Name), dotString(hb.Name+"\nhost bridge")))
-		dotChildren(p, dotID(hb.Name), hb.Devices, label, worst)
+		g.children(dotID(hb.Name), hb.Devices)
 	}
+	// As in TopoText, the functions no host bridge reaches hang below one node.
 	var unattached []*pcie.Device
 	for _, d := range t.Devices {
-		if d.Parent == nil && d.HostBridge == nil && !d.IsVF() {
+		if !g.drawn[d] && (d.Parent == nil || !reaches(d, g.drawn)) {
 			unattached = append(unattached, d)
 		}
 	}
 	if len(unattached) > 0 {
-		p.line(`  "unattached" [shape=box, style=dashed, label="unattached: parent not read"];`)
-		dotChildren(p, `"unattached"`, unattached, label, worst)
+		p.line(`  "unattached" [shape=box, style=dashed, label="unattached: no host bridge reaches them"];`)
+		g.children(`"unattached"`, unattached)
 	}
 	p.line("}")
 	return p.done()
 }
 
-// dotChildren writes the functions below one parent and, recursively, below them.
-func dotChildren(p *printer, parent string, children []*pcie.Device, label map[*pcie.Device]matrix.Entry, worst map[*pcie.Device]p2pdma.MapType) {
+// dotWriter is what writing the graph's nodes needs.
+type dotWriter struct {
+	p     *printer
+	label map[*pcie.Device]matrix.Entry
+	worst map[*pcie.Device]p2pdma.MapType
+	drawn map[*pcie.Device]bool // also marks the functions folded into a box
+}
+
+// children writes the functions below one parent and, recursively, below them.
+func (g *dotWriter) children(parent string, children []*pcie.Device) {
 	others := 0
 	for _, d := range children {
-		e, interesting := label[d]
+		if g.drawn[d] {
+			continue // a loop the tree builder did not cut
+		}
+		g.drawn[d] = true
+		e, interesting := g.label[d]
 		switch {
 		case d.IsVF():
 			continue // folded into the PF's label
@@ -92,19 +93,20 @@ func dotChildren(p *printer, parent string, children []*pcie.Device, label map[*
 			if pt, ok := d.PortType(); ok {
 				text += "\n" + pt.String()
 			}
-			p.line(fmt.Sprintf("  %s [shape=ellipse, label=%s];", dotID(d.Address.String()), dotString(text)))
+			g.p.line(fmt.Sprintf("  %s [shape=ellipse, label=%s];", dotID(d.Address.String()), dotString(text)))
 		case interesting:
 			text := e.Label + " " + d.Address.String() + "\n" + deviceName(d)
 			if n := len(d.VFs); n > 0 {
 				text += "\n+" + strconv.Itoa(n) + " VFs"
 			}
-			p.line(fmt.Sprintf("  %s [shape=box, style=filled, fillcolor=%s, label=%s];", dotID(d.Address.String()), roleColor(e.Role), dotString(text)))
+			g.p.line(fmt.Sprintf("  %s [shape=box, style=filled, fillcolor=%s, label=%s];", dotID(d.Address.String()), roleColor(e.Role), dotString(text)))
 		default:
 			others++
+			g.children(parent, d.Children) // a type-0 function has none; keep any
 			continue
 		}
-		p.line("  " + parent + " -> " + dotID(d.Address.String()) + edgeStyle(worst, d) + ";")
-		dotChildren(p, dotID(d.Address.String()), d.Children, label, worst)
+		g.p.line("  " + parent + " -> " + dotID(d.Address.String()) + edgeStyle(g.worst, d) + ";")
+		g.children(dotID(d.Address.String()), d.Children)
 	}
 	if others > 0 {
 		id := dotID(strings.Trim(parent, `"`) + "/others")
@@ -112,8 +114,8 @@ func dotChildren(p *printer, parent string, children []*pcie.Device, label map[*
 		if others == 1 {
 			word = "function"
 		}
-		p.line(fmt.Sprintf("  %s [shape=box, style=dashed, label=%s];", id, dotString(strconv.Itoa(others)+" other "+word)))
-		p.line("  " + parent + " -> " + id + ";")
+		g.p.line(fmt.Sprintf("  %s [shape=box, style=dashed, label=%s];", id, dotString(strconv.Itoa(others)+" other "+word)))
+		g.p.line("  " + parent + " -> " + id + ";")
 	}
 }
 

@@ -10,34 +10,18 @@ import (
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/matrix"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
-// loadMachine writes the named fixture machine and loads it as p2pcheck does.
+// loadMachine writes the named fixture machine and loads it as p2pcheck does,
+// naming devices from the test pci.ids.
 func loadMachine(t testing.TB, name string) *node.Node {
 	t.Helper()
-	m, err := fixture.ByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := m.NoDeviceNodes().Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := sysfs.NewFS(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fsys.Close() })
-	n, err := node.Load(fsys, node.Options{PCIIDs: "../internal/pciids/testdata/pci.ids"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testnode.Load(t, name, node.Options{PCIIDs: "../internal/pciids/testdata/pci.ids"})
 }
 
 // schemas compiles the committed schemas of the tree commands.

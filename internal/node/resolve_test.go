@@ -4,33 +4,15 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/gpu"
 	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 func load(t *testing.T, name string) *node.Node {
 	t.Helper()
-	m, err := fixture.ByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := m.NoDeviceNodes().Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := sysfs.NewFS(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fsys.Close() })
-	n, err := node.Load(fsys, node.Options{NoNames: true, NoPlatform: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testnode.Load(t, name, node.Options{NoNames: true, NoPlatform: true})
 }
 
 func TestResolve(t *testing.T) {
