@@ -77,4 +77,12 @@ func TestNameGPUs(t *testing.T) {
 	if got := n.Topology.GPUs()[0].DeviceName; got != "" {
 		t.Errorf("GPU NVML did not report got the name %q", got)
 	}
+	// With the vendor named by pci.ids, NVML's repetition of it is dropped.
+	d := n.Topology.GPUs()[0]
+	d.VendorName = "NVIDIA Corporation"
+	n.GPU.GPUs = append(n.GPU.GPUs, gpu.GPU{Address: &d.Address, Name: "NVIDIA H100 PCIe"})
+	n.NameGPUs()
+	if got := pcie.ProductText(d.Vendor, d.Record.Device, d.VendorName, d.DeviceName); got != "NVIDIA Corporation H100 PCIe" {
+		t.Errorf("product = %q, want NVIDIA Corporation H100 PCIe", got)
+	}
 }
