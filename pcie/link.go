@@ -6,13 +6,33 @@ type LinkState struct {
 	Max     Link // LNKCAP, or sysfs max_link_speed/width
 }
 
-// Degraded reports whether the link runs below its capability: a current speed or
-// width lower than the maximum, where both are known. GPUs lower their link speed
-// when idle, so a degraded speed on an idle GPU is not by itself a fault.
-func (s LinkState) Degraded() bool {
-	speed := s.Current.Speed != 0 && s.Max.Speed != 0 && s.Current.Speed < s.Max.Speed
-	width := s.Current.Width > 0 && s.Max.Width > 0 && s.Current.Width < s.Max.Width
-	return speed || width
+// LinkDowngraded reports what lspci -vv marks "(downgraded)" on the LnkSta line
+// (pciutils ls-caps.c link_compare): the function's link runs at a lower speed, or
+// on fewer lanes, than its own LnkCap allows. It is never reported for root ports,
+// downstream ports and PCI Express-to-PCI bridges, whose link partner below may be
+// what limits them. This is not the kernel's "below what both ends support"
+// (drivers/pci/pci.c pcie_bandwidth_available), which pcie_link judges.
+//
+// Speed and width are compared each where both sides are known; known is false when
+// neither is, or when d is a bridge whose port type could not be read. A link
+// faster than its capability (lspci's "(overdriven)") is not downgraded.
+func (d *Device) LinkDowngraded() (downgraded, known bool) {
+	l := d.Link()
+	speedKnown := l.Current.Speed.known() && l.Max.Speed.known()
+	widthKnown := l.Current.Width > 0 && l.Max.Width > 0
+	if !speedKnown && !widthKnown {
+		return false, false
+	}
+	if d.IsBridge() {
+		pt, ok := d.PortType()
+		if !ok {
+			return false, false
+		}
+		if pt == PortRootPort || pt == PortDownstream || pt == PortPCIeToPCI {
+			return false, true
+		}
+	}
+	return speedKnown && l.Current.Speed < l.Max.Speed || widthKnown && l.Current.Width < l.Max.Width, true
 }
 
 // Link returns the function's link. Each field comes from the PCI Express

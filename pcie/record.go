@@ -82,8 +82,8 @@ type Resource struct {
 
 // SRIOVCounts are the sriov_totalvfs and sriov_numvfs attributes of a PF.
 type SRIOVCounts struct {
-	TotalVFs int
-	NumVFs   int
+	TotalVFs int `json:"total_vfs"`
+	NumVFs   int `json:"num_vfs"`
 }
 
 // AERCounts are the error totals AER has logged for the function since boot: the
@@ -98,8 +98,8 @@ type AERCounts struct {
 // P2PMem is the p2pmem/ attribute group of a P2PDMA provider
 // (Documentation/ABI/testing/sysfs-bus-pci).
 type P2PMem struct {
-	Size      uint64 // p2pmem/size
-	Available uint64 // p2pmem/available
-	Published bool   // p2pmem/published
-	Allocate  bool   // p2pmem/allocate exists (Linux 6.2+)
+	Size      uint64 `json:"size"`      // p2pmem/size
+	Available uint64 `json:"available"` // p2pmem/available
+	Published bool   `json:"published"` // p2pmem/published
+	Allocate  bool   `json:"allocate"`  // p2pmem/allocate exists (Linux 6.2+)
 }

@@ -24,6 +24,9 @@ func (s LinkSpeed) String() string {
 	return "Gen" + strconv.Itoa(int(s))
 }
 
+// known reports whether s is a generation LinkSpeed knows.
+func (s LinkSpeed) known() bool { return s != 0 && s <= maxLinkSpeed }
+
 // GTs returns the per-lane rate as sysfs and lspci print it, for example
 // "32.0 GT/s", or "unknown".
 func (s LinkSpeed) GTs() string {
@@ -116,4 +119,44 @@ func ACSString(bits uint16) string {
 		}
 	}
 	return sb.String()
+}
+
+// ClassText returns the name lspci gives a class code (base<<16 | sub<<8 |
+// prog-if), following pciutils lib/names.c pci_lookup_name (PCI_LOOKUP_CLASS): the
+// subclass's name when pci.ids lists it; else the base class's name followed by the
+// four-digit code, "Unclassified device [00ff]"; else "Class 4100". subName and
+// baseName are the pci.ids names, "" when not listed.
+func ClassText(class uint32, subName, baseName string) string {
+	code := hex4(uint16(class >> 8))
+	switch {
+	case subName != "":
+		return subName
+	case baseName != "":
+		return baseName + " [" + code + "]"
+	}
+	return "Class " + code
+}
+
+// ProductText returns the vendor and device names as lspci prints them on a
+// device's line, following pciutils lib/names.c format_name_pair: "NVIDIA
+// Corporation GH100 [H200 SXM 141GB]", "Intel Corporation Device 347a" for a device
+// pci.ids does not list, "Device 1234:1111" for an unknown vendor. A device name
+// without a vendor name (one NVML gave, which names the vendor itself) is printed
+// alone.
+func ProductText(vendor, device uint16, vendorName, deviceName string) string {
+	switch {
+	case vendorName != "" && deviceName != "":
+		return vendorName + " " + deviceName
+	case deviceName != "":
+		return deviceName
+	case vendorName != "":
+		return vendorName + " Device " + hex4(device)
+	}
+	return "Device " + hex4(vendor) + ":" + hex4(device)
+}
+
+// hex4 formats v as four lower-case hexadecimal digits.
+func hex4(v uint16) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[v>>12], digits[v>>8&0xf], digits[v>>4&0xf], digits[v&0xf]})
 }

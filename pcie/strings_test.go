@@ -66,3 +66,37 @@ func TestPortTypeString(t *testing.T) {
 		}
 	}
 }
+
+func TestClassAndProductText(t *testing.T) {
+	classes := []struct {
+		class     uint32
+		sub, base string
+		want      string
+	}{
+		{0x020000, "Ethernet controller", "Network controller", "Ethernet controller"},
+		{0x00ff00, "", "Unclassified device", "Unclassified device [00ff]"},
+		{0xffff00, "", "Unassigned class", "Unassigned class [ffff]"},
+		{0x410000, "", "", "Class 4100"},
+		{0xfe0012, "", "", "Class fe00"},
+	}
+	for _, tt := range classes {
+		if got := ClassText(tt.class, tt.sub, tt.base); got != tt.want {
+			t.Errorf("ClassText(%#06x, %q, %q) = %q, want %q", tt.class, tt.sub, tt.base, got, tt.want)
+		}
+	}
+	products := []struct {
+		vendor, device         uint16
+		vendorName, deviceName string
+		want                   string
+	}{
+		{0x10de, 0x2335, "NVIDIA Corporation", "GH100 [H200 SXM 141GB]", "NVIDIA Corporation GH100 [H200 SXM 141GB]"},
+		{0x8086, 0x347a, "Intel Corporation", "", "Intel Corporation Device 347a"},
+		{0x1234, 0x1111, "", "", "Device 1234:1111"},
+		{0x10de, 0x2335, "", "NVIDIA H200", "NVIDIA H200"},
+	}
+	for _, tt := range products {
+		if got := ProductText(tt.vendor, tt.device, tt.vendorName, tt.deviceName); got != tt.want {
+			t.Errorf("ProductText(%04x, %04x, %q, %q) = %q, want %q", tt.vendor, tt.device, tt.vendorName, tt.deviceName, got, tt.want)
+		}
+	}
+}

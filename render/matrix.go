@@ -5,58 +5,46 @@ import (
 	"io"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/matrix"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
-// Matrix is an `nvidia-smi topo -m`-style grid: a label per device, the connection
-// class of every pair, and each device's CPU and NUMA affinity.
-type Matrix struct {
-	Labels  []string // GPU0, NIC0, NVME0, ...
-	Devices []*pcie.Device
-	// Cells[i][j] is the class between device i and device j ("X" on the diagonal).
-	Cells [][]string
-	// CPUAffinity and NUMAAffinity per device; "N/A" when unknown.
-	CPUAffinity, NUMAAffinity []string
-	// NVLink reports whether NV# cells may appear (NVML was asked).
-	NVLink bool
-}
-
 // MatrixText writes the grid, then the device legend and the class legend.
-func MatrixText(w io.Writer, m Matrix, s Style) error {
+func MatrixText(w io.Writer, m matrix.Model, s Style) error {
 	p := newPrinter(w)
-	if len(m.Labels) == 0 {
+	if len(m.Entries) == 0 {
 		p.line("no GPUs, NICs, NVMe controllers or p2pmem providers found")
 		return p.done()
 	}
 	width := 5
-	for _, l := range m.Labels {
-		width = max(width, len(l)+1)
+	for _, e := range m.Entries {
+		width = max(width, len(e.Label)+1)
 	}
 	var hdr strings.Builder
 	hdr.WriteString(strings.Repeat(" ", width))
-	for _, l := range m.Labels {
-		fmt.Fprintf(&hdr, "%-*s", width, l)
+	for _, e := range m.Entries {
+		fmt.Fprintf(&hdr, "%-*s", width, e.Label)
 	}
 	hdr.WriteString("CPU Affinity   NUMA Affinity")
 	p.line(s.bold(hdr.String()))
-	for i, l := range m.Labels {
+	for i, e := range m.Entries {
 		var row strings.Builder
-		fmt.Fprintf(&row, "%-*s", width, l)
-		for j := range m.Labels {
+		fmt.Fprintf(&row, "%-*s", width, e.Label)
+		for j := range m.Entries {
 			row.WriteString(cellColor(fmt.Sprintf("%-*s", width, m.Cells[i][j]), m.Cells[i][j], s))
 		}
-		fmt.Fprintf(&row, "%-15s%s", m.CPUAffinity[i], m.NUMAAffinity[i])
+		fmt.Fprintf(&row, "%-15s%s", Escape(m.CPUAffinity[i]), m.NUMAAffinity[i])
 		p.line(row.String())
 	}
 	p.line("")
 	p.line("Devices:")
-	for i, l := range m.Labels {
-		d := m.Devices[i]
+	for _, e := range m.Entries {
+		d := e.Device
 		extra := ""
 		if names := append(append(append([]string{}, d.NetDevs...), d.RDMADevs...), d.NVMeDevs...); len(names) > 0 {
-			extra = " (" + strings.Join(names, ", ") + ")"
+			extra = " (" + Escape(strings.Join(names, ", ")) + ")"
 		}
-		p.line(fmt.Sprintf("  %-*s %s %s%s", width, l+":", d.Address, deviceTitle(d), extra))
+		p.line(fmt.Sprintf("  %-*s %s %s%s", width, e.Label+":", d.Address, deviceTitle(d), extra))
 	}
 	p.line("")
 	p.line("Legend:")
@@ -85,24 +73,31 @@ func cellColor(padded, class string, s Style) string {
 	return padded
 }
 
-// MatrixJSON writes the grid for programs.
-func MatrixJSON(w io.Writer, m Matrix) error {
+// MatrixSchemaVersion is the version of schema/matrix.v1.json that MatrixJSON
+// writes in "schema_version".
+const MatrixSchemaVersion = "1"
+
+// MatrixJSON writes the grid for programs: per device its label, role, address,
+// class code, lspci-style name, affinities and its row of the grid.
+func MatrixJSON(w io.Writer, m matrix.Model) error {
 	type dev struct {
 		Label        string       `json:"label"`
+		Role         matrix.Role  `json:"role"`
 		Address      pcie.Address `json:"address"`
 		Class        string       `json:"class"`
-		Name         string       `json:"name,omitempty"`
+		Name         string       `json:"name"`
 		CPUAffinity  string       `json:"cpu_affinity"`
 		NUMAAffinity string       `json:"numa_affinity"`
 		Links        []string     `json:"links"`
 	}
 	doc := struct {
-		Devices []dev `json:"devices"`
-		NVLink  bool  `json:"nvlink_queried"`
-	}{Devices: []dev{}, NVLink: m.NVLink}
-	for i, l := range m.Labels {
-		d := m.Devices[i]
-		doc.Devices = append(doc.Devices, dev{Label: l, Address: d.Address, Class: fmt.Sprintf("%06x", d.ClassCode()), Name: deviceName(d),
+		SchemaVersion string `json:"schema_version"`
+		Devices       []dev  `json:"devices"`
+		NVLink        bool   `json:"nvlink_queried"`
+	}{SchemaVersion: MatrixSchemaVersion, Devices: []dev{}, NVLink: m.NVLink}
+	for i, e := range m.Entries {
+		d := e.Device
+		doc.Devices = append(doc.Devices, dev{Label: e.Label, Role: e.Role, Address: d.Address, Class: fmt.Sprintf("%06x", d.ClassCode()), Name: deviceName(d),
 			CPUAffinity: m.CPUAffinity[i], NUMAAffinity: m.NUMAAffinity[i], Links: m.Cells[i]})
 	}
 	return writeJSON(w, doc)

@@ -45,7 +45,7 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 		if pt, ok := d.PortType(); ok {
 			notes = append(notes, pt.String())
 		}
-		if l := linkText(h.Link, s); l != "" {
+		if l := linkText(d, h.Link, s); l != "" {
 			notes = append(notes, l)
 		}
 		if acs, known := d.ACS(); !known {
@@ -86,9 +86,9 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 		}
 		p.line(line)
 	}
-	p.line("why:             " + v.Reason)
+	p.line("why:             " + Escape(v.Reason))
 	for _, u := range v.Unknowns {
-		p.line("unknown:         " + s.warn(u))
+		p.line("unknown:         " + s.warn(Escape(u)))
 	}
 	if v.Fix != nil {
 		p.line("")
@@ -122,6 +122,10 @@ func titleOf(d *pcie.Device) string {
 	return d.Address.String() + " " + deviceTitle(d)
 }
 
+// PairSchemaVersion is the version of schema/pair.v1.json that PairJSON writes in
+// "schema_version".
+const PairSchemaVersion = "1"
+
 // PairJSON writes the pair explanation for programs.
 func PairJSON(w io.Writer, r PairReport) error {
 	type hop struct {
@@ -133,15 +137,16 @@ func PairJSON(w io.Writer, r PairReport) error {
 		Common      bool         `json:"common_upstream"`
 	}
 	doc := struct {
-		Provider pcie.Address   `json:"provider"`
-		Client   pcie.Address   `json:"client"`
-		Hops     []hop          `json:"hops"`
-		Common   *pcie.Address  `json:"common_upstream"`
-		Verdict  p2pdma.Verdict `json:"verdict"`
-		Reverse  p2pdma.Verdict `json:"reverse"`
-		NVSMI    string         `json:"path_type"`
-		NCCL     string         `json:"nccl_path_type"`
-	}{Provider: r.Verdict.Provider, Client: r.Verdict.Client, Hops: []hop{}, Verdict: r.Verdict, Reverse: r.Reverse, NVSMI: r.NVSMI, NCCL: r.NCCL}
+		SchemaVersion string         `json:"schema_version"`
+		Provider      pcie.Address   `json:"provider"`
+		Client        pcie.Address   `json:"client"`
+		Hops          []hop          `json:"hops"`
+		Common        *pcie.Address  `json:"common_upstream"`
+		Verdict       p2pdma.Verdict `json:"verdict"`
+		Reverse       p2pdma.Verdict `json:"reverse"`
+		NVSMI         string         `json:"path_type"`
+		NCCL          string         `json:"nccl_path_type"`
+	}{SchemaVersion: PairSchemaVersion, Provider: r.Verdict.Provider, Client: r.Verdict.Client, Hops: []hop{}, Verdict: r.Verdict, Reverse: r.Reverse, NVSMI: r.NVSMI, NCCL: r.NCCL}
 	if r.Path.Common != nil {
 		doc.Common = &r.Path.Common.Address
 	}
@@ -149,7 +154,7 @@ func PairJSON(w io.Writer, r PairReport) error {
 		dd := newDeviceDoc(h.Device)
 		doc.Hops = append(doc.Hops, hop{
 			Address: h.Device.Address, PortType: dd.PortType,
-			Link: linkDoc{Current: newLinkSide(h.Link.Current), Max: newLinkSide(h.Link.Max), Degraded: h.Link.Degraded()},
+			Link: newLinkDoc(h.Device, h.Link),
 			ACS:  dd.ACS, ACSRedirect: slices.Contains(r.Verdict.ACSRedirect, h.Device.Address), Common: h.Device == r.Path.Common,
 		})
 	}

@@ -19,6 +19,11 @@ type Pair struct {
 	PathType string
 }
 
+// PairsSchemaVersion is the version of schema/pairs.v1.json that PairsJSON
+// writes in "schema_version".
+// (a string, as in the report).
+const PairsSchemaVersion = "1"
+
 // PairsJSON streams {"pairs":[...]} in the contract of DESIGN.md ("Pairs JSON"),
 // one object per pair as next yields them. It is written by hand rather than with
 // encoding/json: `pairs --all` on a large node emits a million objects.
@@ -26,7 +31,7 @@ func PairsJSON(w io.Writer, pairs func(yield func(Pair) bool)) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	buf := make([]byte, 0, 512)
 	reasons := reasonCache{}
-	bw.WriteString(`{"pairs":[`)
+	bw.WriteString(`{"schema_version":"` + PairsSchemaVersion + `","pairs":[`)
 	first := true
 	for p := range pairs {
 		buf = buf[:0]
@@ -156,7 +161,7 @@ func PairsText(w io.Writer, pairs func(yield func(Pair) bool), s Style) error {
 		case len(p.ACSRedirect) > 0:
 			why = fmt.Sprint(p.ACSRedirect)
 		case p.MapType != p2pdma.BusAddr:
-			why = firstClause(p.Reason)
+			why = Escape(firstClause(p.Reason))
 		}
 		fmt.Fprintf(bw, "%-13s %-13s %s %4d %-4s  %s\n", p.Provider, p.Client, mapTypeCell(p.MapType, s), p.Distance, p.PathType, why)
 	}

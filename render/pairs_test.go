@@ -49,7 +49,8 @@ func TestPairsJSONContract(t *testing.T) {
 		Fix         *fix     `json:"fix"`
 	}
 	var got struct {
-		Pairs []pair `json:"pairs"`
+		SchemaVersion string `json:"schema_version"`
+		Pairs         []pair `json:"pairs"`
 	}
 	dec := json.NewDecoder(&buf)
 	dec.DisallowUnknownFields()
@@ -60,6 +61,9 @@ func TestPairsJSONContract(t *testing.T) {
 		{"0000:03:00.0", "0000:04:00.0", "bus-addr", 4, "PIX", []string{}, "below a common bridge", nil},
 		{"0000:04:00.0", "0000:03:00.0", "thru-host-bridge", 4, "PIX", []string{"0000:02:00.0"}, "ACS \"redirect\"\n",
 			&fix{"pci=disable_acs_redir=0000:02:00.0", []string{"setpci -s 0000:02:00.0 ECAP_ACS+6.w=0000:002c"}}},
+	}
+	if got.SchemaVersion != PairsSchemaVersion {
+		t.Errorf("schema_version = %q, want %q", got.SchemaVersion, PairsSchemaVersion)
 	}
 	if diff := cmp.Diff(want, got.Pairs); diff != "" {
 		t.Errorf("pairs (-want +got):\n%s", diff)

@@ -3,59 +3,89 @@ package render
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/internal/bytesize"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
 // TopoText writes the tree like `lspci -tv`, one host bridge at a time, each
 // function with its IDs and names, and an indented line of facts: port type,
-// driver, link (a degraded link marked), ACS control on bridges in lspci's words,
-// NUMA node, IOMMU group and the large BARs.
+// driver, link (lspci's "(downgraded)" marked), ACS control on bridges in lspci's
+// words, NUMA node, IOMMU group and the large BARs. Every function is printed:
+// those no host bridge reaches (a parent that was not read, a parent link that
+// closed a loop) under an "unattached" heading, each with the reason.
 func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 	p := newPrinter(w)
+	printed := make(map[*pcie.Device]bool, len(t.Devices))
 	for i, hb := range t.HostBridges {
 		if i > 0 {
 			p.line("")
 		}
-		p.line(s.bold(hb.Name) + s.dim(fmt.Sprintf("  host bridge, domain %04x, root bus %02x", hb.Domain, hb.Bus)))
+		p.line(s.bold(Escape(hb.Name)) + s.dim(fmt.Sprintf("  host bridge, domain %04x, root bus %02x", hb.Domain, hb.Bus)))
 		for j, d := range hb.Devices {
-			topoNode(p, d, "", j == len(hb.Devices)-1, s)
+			topoNode(p, d, "", j == len(hb.Devices)-1, s, printed)
 		}
 	}
-	if orphans := orphanDevices(t); len(orphans) > 0 {
+	var unattached []*pcie.Device
+	for _, d := range t.Devices {
+		if !printed[d] && (d.Parent == nil || !reaches(d, printed)) {
+			unattached = append(unattached, d)
+		}
+	}
+	if len(unattached) > 0 {
+		reasons := map[pcie.Address][]string{}
+		for _, err := range t.Errors {
+			var de *pcie.DeviceError
+			if errors.As(err, &de) {
+				reasons[de.Address] = append(reasons[de.Address], de.Err.Error())
+			}
+		}
 		p.line("")
-		p.line(s.warn("functions outside the tree (parent not found):"))
-		for i, d := range orphans {
-			topoNode(p, d, "", i == len(orphans)-1, s)
+		p.line(s.warn("unattached: functions no host bridge reaches, each under its reason:"))
+		for i, d := range unattached {
+			if printed[d] {
+				continue // below an earlier unattached function
+			}
+			why := "parent not known"
+			if r := reasons[d.Address]; len(r) > 0 {
+				why = strings.Join(r, "; ")
+			}
+			p.line("   " + s.dim("("+Escape(why)+")"))
+			topoNode(p, d, "", i == len(unattached)-1, s, printed)
 		}
 	}
 	if len(t.Errors) > 0 {
 		p.line("")
 		p.line(s.warn(fmt.Sprintf("%d problem(s) while reading the tree:", len(t.Errors))))
 		for _, err := range t.Errors {
-			p.line("  " + err.Error())
+			p.line("  " + Escape(err.Error()))
 		}
 	}
 	return p.done()
 }
 
-// orphanDevices returns functions that hang under no host bridge: their sysfs path
-// named a parent that was not read.
-func orphanDevices(t *pcie.Topology) []*pcie.Device {
-	var out []*pcie.Device
-	for _, d := range t.Devices {
-		if d.Parent == nil && d.HostBridge == nil {
-			out = append(out, d)
+// reaches reports whether d's parent chain ends in a printed function, so that d
+// will be printed below it.
+func reaches(d *pcie.Device, printed map[*pcie.Device]bool) bool {
+	for x, n := d.Parent, 0; x != nil && n < 1<<16; x, n = x.Parent, n+1 {
+		if printed[x] {
+			return true
 		}
 	}
-	return out
+	return false
 }
 
-func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style) {
+func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style, printed map[*pcie.Device]bool) {
+	if printed[d] {
+		return // a loop the tree builder did not cut
+	}
+	printed[d] = true
 	branch, cont := "├─ ", "│  "
 	if last {
 		branch, cont = "└─ ", "   "
@@ -68,11 +98,12 @@ func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style) {
 		p.line(indent + cont + "   " + line)
 	}
 	for i, c := range d.Children {
-		topoNode(p, c, indent+cont, i == len(d.Children)-1, s)
+		topoNode(p, c, indent+cont, i == len(d.Children)-1, s, printed)
 	}
 }
 
-// deviceTitle is "[10de:2335] 3D controller: NVIDIA Corporation GH100 [H200 SXM 141GB]".
+// deviceTitle is "[10de:2335] 3D controller: NVIDIA Corporation GH100 [H200 SXM 141GB]",
+// the class and product in lspci's words, escaped for a terminal.
 func deviceTitle(d *pcie.Device) string {
 	var b strings.Builder
 	b.Grow(96)
@@ -81,17 +112,19 @@ func deviceTitle(d *pcie.Device) string {
 	b.WriteByte(':')
 	writeHex(&b, uint64(d.Record.Device), 4)
 	b.WriteString("] ")
-	if d.ClassName != "" {
-		b.WriteString(d.ClassName)
-	} else {
-		b.WriteString("class ")
-		writeHex(&b, uint64(d.ClassCode()), 6)
-	}
-	if name := deviceName(d); name != "" {
-		b.WriteString(": ")
-		b.WriteString(name)
-	}
+	b.WriteString(Escape(className(d)))
+	b.WriteString(": ")
+	b.WriteString(Escape(deviceName(d)))
 	return b.String()
+}
+
+// className is the class's name from pci.ids with lspci's fallbacks, or "Class
+// xxxx" without a database.
+func className(d *pcie.Device) string {
+	if d.ClassName != "" {
+		return d.ClassName
+	}
+	return pcie.ClassText(d.ClassCode(), "", "")
 }
 
 // writeHex writes v in lower-case hexadecimal, zero-padded to digits.
@@ -104,15 +137,11 @@ func writeHex(b *strings.Builder, v uint64, digits int) {
 	b.Write(s)
 }
 
-// deviceName joins the vendor and device names from pci.ids, if any.
+// deviceName is the vendor and device names as lspci prints them
+// (pcie.ProductText): "Intel Corporation Device 347a" when pci.ids lacks the
+// device, "Device 1234:1111" when it lacks the vendor.
 func deviceName(d *pcie.Device) string {
-	switch {
-	case d.VendorName != "" && d.DeviceName != "":
-		return d.VendorName + " " + d.DeviceName
-	case d.VendorName != "":
-		return d.VendorName + fmt.Sprintf(" device %04x", d.Record.Device)
-	}
-	return ""
+	return pcie.ProductText(d.Vendor, d.Record.Device, d.VendorName, d.DeviceName)
 }
 
 // facts joins a device's facts with " · ".
@@ -141,9 +170,9 @@ func deviceFacts(d *pcie.Device, s Style) string {
 		f.add(strconv.Itoa(n), " VFs")
 	}
 	if d.Driver != "" {
-		f.add("driver ", d.Driver)
+		f.add("driver ", Escape(d.Driver))
 	}
-	if l := linkText(d.Link(), s); l != "" {
+	if l := linkText(d, d.Link(), s); l != "" {
 		f.add(l)
 	}
 	if d.NUMANode != nil {
@@ -155,26 +184,31 @@ func deviceFacts(d *pcie.Device, s Style) string {
 	if bars := largeBARs(d); bars != "" {
 		f.add(bars)
 	}
+	for _, i := range unreadBARs(d) {
+		f.add(s.dim("BAR [" + strconv.Itoa(i) + "] unknown (resource line unreadable)"))
+	}
 	if d.P2PMem != nil {
-		f.add("p2pmem ", SizeString(d.P2PMem.Size), " (", SizeString(d.P2PMem.Available), " free)")
+		f.add("p2pmem ", bytesize.Format(d.P2PMem.Size), " (", bytesize.Format(d.P2PMem.Available), " free)")
 	}
 	if d.Err != nil {
-		f.add(s.warn("read error: " + d.Err.Error()))
+		f.add(s.warn("read error: " + Escape(d.Err.Error())))
 	}
 	return f.String()
 }
 
-// linkText is "Gen5 x16", or "Gen4 x8 (max Gen5 x16) DEGRADED"; "" with nothing known.
-func linkText(l pcie.LinkState, s Style) string {
+// linkText is "Gen5 x16", or "Gen4 x8 (max Gen5 x16)", followed by lspci's mark
+// "(downgraded)" when d runs below its own capability (pcie.Device.LinkDowngraded);
+// "" with nothing known.
+func linkText(d *pcie.Device, l pcie.LinkState, s Style) string {
 	if !l.Current.Known() && !l.Max.Known() {
 		return ""
 	}
-	if l.Current == l.Max || !l.Max.Known() {
-		return l.Current.String()
+	text := l.Current.String()
+	if l.Current != l.Max && l.Max.Known() {
+		text += " (max " + l.Max.String() + ")"
 	}
-	text := fmt.Sprintf("%s (max %s)", l.Current, l.Max)
-	if l.Degraded() {
-		text += " " + s.warn("DEGRADED")
+	if down, _ := d.LinkDowngraded(); down {
+		text += " " + s.warn("(downgraded)")
 	}
 	return text
 }
@@ -196,9 +230,21 @@ func largeBARs(d *pcie.Device) string {
 		b.WriteByte('[')
 		b.WriteString(strconv.Itoa(r.Index))
 		b.WriteString("] ")
-		b.WriteString(SizeString(r.Size()))
+		b.WriteString(bytesize.Format(r.Size()))
 	}
 	return b.String()
+}
+
+// unreadBARs returns the BAR indices (0 to 5) whose resource line did not parse:
+// their size and address are unknown, not absent.
+func unreadBARs(d *pcie.Device) []int {
+	var out []int
+	for _, i := range d.ResourcesUnread {
+		if i <= 5 {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // acsLine describes ACS on functions that have (or may have) it: bridges always,
@@ -207,11 +253,24 @@ func acsLine(d *pcie.Device, s Style) string {
 	acs, known := d.ACS()
 	switch {
 	case !known && d.IsBridge():
-		return s.dim("ACSCtl: unknown (config space past 64 bytes needs root)")
+		return s.dim("ACSCtl: unknown (" + configGap(d) + ")")
 	case acs == nil:
 		return ""
 	}
 	return "ACSCtl: " + acsBits(acs.Control, s)
+}
+
+// configGap says why config space did not show a capability: no config file at
+// all, or only the 64 bytes an unprivileged reader gets (drivers/pci/pci-sysfs.c
+// pci_read_config).
+func configGap(d *pcie.Device) string {
+	switch n := len(d.Record.Config); {
+	case n == 0:
+		return "no config space was read"
+	case n <= pcie.ConfigHeaderSize:
+		return "config space past 64 bytes needs root"
+	}
+	return "capability list unreadable"
 }
 
 // acsBits is lspci's rendering with the redirect bits the kernel tests
@@ -224,21 +283,6 @@ func acsBits(ctrl uint16, s Style) string {
 		}
 	}
 	return strings.Join(words, " ")
-}
-
-// SizeString prints a byte count in binary units: "256 GiB", "16 MiB", "512 B".
-func SizeString(n uint64) string {
-	units := [...]string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	v := float64(n)
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	if v == float64(uint64(v)) {
-		return strconv.FormatUint(uint64(v), 10) + " " + units[i]
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i]
 }
 
 // printer writes lines through a buffer, keeping the first error; done flushes.
@@ -269,9 +313,16 @@ func (p *printer) done() error {
 
 // TopoJSON writes the full model: host bridges, switches, and every function with
 // its IDs, names, tree links, port type, link, ACS, BARs, SR-IOV and p2pmem facts.
-// Unknown facts are null, never a guessed value.
-func TopoJSON(w io.Writer, t *pcie.Topology) error {
-	doc := topoDoc{HostBridges: []hostBridgeDoc{}, Switches: []switchDoc{}, Devices: []deviceDoc{}, Errors: []string{}}
+// Unknown facts are null, never a guessed value. errors lists the topology's
+// per-function problems; warnings the loader's other ones (node.Node.Warnings; those
+// that are topology errors are not repeated).
+func TopoJSON(w io.Writer, t *pcie.Topology, warnings []error) error {
+	doc := topoDoc{SchemaVersion: TopoSchemaVersion, HostBridges: []hostBridgeDoc{}, Switches: []switchDoc{}, Devices: []deviceDoc{}, Errors: []string{}, Warnings: []string{}}
+	for _, w := range warnings {
+		if !slices.Contains(t.Errors, w) {
+			doc.Warnings = append(doc.Warnings, w.Error())
+		}
+	}
 	for _, hb := range t.HostBridges {
 		h := hostBridgeDoc{Name: hb.Name, Domain: fmt.Sprintf("%04x", hb.Domain), Bus: fmt.Sprintf("%02x", hb.Bus), Devices: addrs(hb.Devices)}
 		doc.HostBridges = append(doc.HostBridges, h)
@@ -302,11 +353,17 @@ func addrs(ds []*pcie.Device) []pcie.Address {
 	return out
 }
 
+// TopoSchemaVersion is the version of schema/topo.v1.json that TopoJSON writes in
+// "schema_version".
+const TopoSchemaVersion = "1"
+
 type topoDoc struct {
-	HostBridges []hostBridgeDoc `json:"host_bridges"`
-	Switches    []switchDoc     `json:"switches"`
-	Devices     []deviceDoc     `json:"devices"`
-	Errors      []string        `json:"errors"`
+	SchemaVersion string          `json:"schema_version"`
+	HostBridges   []hostBridgeDoc `json:"host_bridges"`
+	Switches      []switchDoc     `json:"switches"`
+	Devices       []deviceDoc     `json:"devices"`
+	Errors        []string        `json:"errors"`
+	Warnings      []string        `json:"warnings"`
 }
 
 type hostBridgeDoc struct {
@@ -348,6 +405,7 @@ type deviceDoc struct {
 	Link            linkDoc           `json:"link"`
 	ACS             acsDoc            `json:"acs"`
 	BARs            []barDoc          `json:"bars"`
+	BARsUnread      []int             `json:"bars_unread,omitempty"`
 	PhysFn          *pcie.Address     `json:"physfn,omitempty"`
 	VirtFns         []pcie.Address    `json:"virtfns,omitempty"`
 	SRIOV           *pcie.SRIOVCounts `json:"sriov,omitempty"`
@@ -364,10 +422,20 @@ type busDoc struct {
 	Subordinate string `json:"subordinate"`
 }
 
+// linkDoc: downgraded is lspci's "(downgraded)" (pcie.Device.LinkDowngraded), null
+// when it could not be judged.
 type linkDoc struct {
-	Current  *linkSide `json:"current"`
-	Max      *linkSide `json:"max"`
-	Degraded bool      `json:"degraded"`
+	Current    *linkSide `json:"current"`
+	Max        *linkSide `json:"max"`
+	Downgraded *bool     `json:"downgraded"`
+}
+
+func newLinkDoc(d *pcie.Device, l pcie.LinkState) linkDoc {
+	doc := linkDoc{Current: newLinkSide(l.Current), Max: newLinkSide(l.Max)}
+	if down, known := d.LinkDowngraded(); known {
+		doc.Downgraded = &down
+	}
+	return doc
 }
 
 type linkSide struct {
@@ -439,8 +507,7 @@ func newDeviceDoc(d *pcie.Device) deviceDoc {
 		name := pt.String()
 		doc.PortType = &name
 	}
-	l := d.Link()
-	doc.Link = linkDoc{Current: newLinkSide(l.Current), Max: newLinkSide(l.Max), Degraded: l.Degraded()}
+	doc.Link = newLinkDoc(d, d.Link())
 	acs, known := d.ACS()
 	doc.ACS.Known = known
 	if acs != nil {
@@ -449,6 +516,7 @@ func newDeviceDoc(d *pcie.Device) deviceDoc {
 		doc.ACS.Capability, doc.ACS.Control = &capStr, &ctrlStr
 		doc.ACS.ControlText = pcie.ACSString(acs.Control)
 	}
+	doc.BARsUnread = unreadBARs(d)
 	for _, r := range d.BARs() {
 		doc.BARs = append(doc.BARs, barDoc{Index: r.Index, Start: fmt.Sprintf("0x%x", r.Start), Size: r.Size(), Mem: r.IsMem(), Is64: r.Is64(), Prefetchable: r.Prefetchable()})
 	}

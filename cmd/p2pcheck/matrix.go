@@ -3,13 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/p2pkit/p2pkit/internal/gpu"
 	"github.com/p2pkit/p2pkit/internal/node"
-	"github.com/p2pkit/p2pkit/pathclass"
+	"github.com/p2pkit/p2pkit/matrix"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/render"
 )
@@ -38,6 +37,7 @@ and IDs; --pci-ids FILE adds product names.`,
 			switch {
 			case err == nil:
 				n.GPU = f
+				n.NameGPUs()
 			case !errors.Is(err, gpu.ErrNoNVML) && !errors.Is(err, errNVMLSkipped):
 				n.Warnings = append(n.Warnings, err)
 			}
@@ -90,54 +90,12 @@ func startNVML(skip error, probe func() (*gpu.Facts, error)) func() (*gpu.Facts,
 	}
 }
 
-// buildMatrix labels the devices of interest as nvidia-smi does (GPU0, NIC0, ...;
-// NVMe and p2pmem providers and accelerators get NVME0, MEM0, ACC0) and classes
-// every pair.
-func buildMatrix(n *node.Node) render.Matrix {
-	m := render.Matrix{NVLink: n.GPU != nil}
-	counts := map[string]int{}
-	for _, d := range n.Interesting() {
-		kind := "MEM"
-		switch {
-		case d.IsGPU():
-			kind = "GPU"
-		case d.IsNIC():
-			kind = "NIC"
-		case d.IsNVMe():
-			kind = "NVME"
-		case d.IsAccelerator():
-			kind = "ACC"
-		}
-		m.Labels = append(m.Labels, kind+strconv.Itoa(counts[kind]))
-		counts[kind]++
-		m.Devices = append(m.Devices, d)
-		m.CPUAffinity = append(m.CPUAffinity, orNA(d.LocalCPUList))
-		m.NUMAAffinity = append(m.NUMAAffinity, numaText(d))
+// buildMatrix is the grid of the node's devices, with NVLink counts when NVML was
+// asked.
+func buildMatrix(n *node.Node) matrix.Model {
+	var nvlinks func(a, b *pcie.Device) int
+	if n.GPU != nil {
+		nvlinks = n.NVLinks
 	}
-	m.Cells = make([][]string, len(m.Devices))
-	for i, a := range m.Devices {
-		m.Cells[i] = make([]string, len(m.Devices))
-		for j, b := range m.Devices {
-			nv := 0
-			if a.IsGPU() && b.IsGPU() && i != j {
-				nv = n.NVLinks(a, b)
-			}
-			m.Cells[i][j] = pathclass.NVSMI(a, b, nv).String()
-		}
-	}
-	return m
-}
-
-func numaText(d *pcie.Device) string {
-	if d.NUMANode == nil || *d.NUMANode < 0 {
-		return "N/A"
-	}
-	return fmt.Sprint(*d.NUMANode)
-}
-
-func orNA(s string) string {
-	if s == "" {
-		return "N/A"
-	}
-	return s
+	return matrix.Build(n.Topology.Devices, nvlinks)
 }

@@ -20,10 +20,12 @@ with its port type, link and ACS Control, marking the bridges whose ACS redirect
 sends peer traffic up to the root complex. It then gives the kernel's verdict and
 distance, the path class, the reason and the exact fix (kernel parameter and setpci).
 
-Devices may be named by PCI address (0000:41:00.0 or 41:00.0), by GPU index as
-nvidia-smi numbers them (gpu0), or by network interface, RDMA device or NVMe
-controller name (ib0, mlx5_0, nvme1).`,
-		Example: "  sudo p2pcheck pair gpu0 mlx5_0\n  sudo p2pcheck pair 0000:41:00.0 0000:c1:00.0 --format json",
+Devices may be named by PCI address (0000:41:00.0 or 41:00.0), by any label
+'p2pcheck matrix' prints (GPU0, NIC1, NVME0, ACC0, MEM0, in any case; GPUs are
+numbered as nvidia-smi numbers them), or by network interface, RDMA device or NVMe
+controller name (ib0, mlx5_0, nvme1). A name that is both a label and the kernel's
+name of another function (nvme1) is refused: use the address.`,
+		Example: "  sudo p2pcheck pair gpu0 mlx5_0\n  sudo p2pcheck pair GPU0 NIC1\n  sudo p2pcheck pair 0000:41:00.0 0000:c1:00.0 --format json",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageError("pair: want two devices, PROVIDER and CLIENT (got %d arguments)", len(args))
@@ -42,8 +44,8 @@ controller name (ib0, mlx5_0, nvme1).`,
 			calc := p2pdma.NewCalculator(n.Topology, n.P2P)
 			r := render.PairReport{
 				Path:    n.Topology.Path(a, b),
-				Verdict: calc.Calc(a, b),
-				Reverse: calc.Calc(b, a),
+				Verdict: p2pdma.CheckComplete(calc.Calc(a, b), a, b),
+				Reverse: p2pdma.CheckComplete(calc.Calc(b, a), b, a),
 				NVSMI:   pathclass.NVSMI(a, b, 0).String(),
 				NCCL:    pathclass.NCCL(a, b).String(),
 			}

@@ -51,27 +51,15 @@ distinct type-0 functions, as the kernel would compute them.`,
 }
 
 // pairSeq yields every ordered pair of distinct functions of devs with its verdict
-// and path class. Calculator.All yields provider-major in the order of devs, so the
-// two devices of each verdict are found by counting, not by address lookups.
+// (unknown where it rests on a gap in the tree) and path class.
 func pairSeq(n *node.Node, devs []*pcie.Device) func(func(render.Pair) bool) {
 	calc := p2pdma.NewCalculator(n.Topology, n.P2P)
 	return func(yield func(render.Pair) bool) {
-		i, j := 0, 0
-		for v := range calc.All(devs) {
-			if j == i {
-				j++
-			}
-			if j == len(devs) {
-				i, j = i+1, 0
-				if j == i {
-					j++
-				}
-			}
-			p := render.Pair{Verdict: v, PathType: pathclass.NVSMI(devs[i], devs[j], 0).String()}
-			if !yield(p) {
+		for e, v := range calc.AllEnds(devs) {
+			v = p2pdma.CheckComplete(v, e.Provider, e.Client)
+			if !yield(render.Pair{Verdict: v, PathType: pathclass.NVSMI(e.Provider, e.Client, 0).String()}) {
 				return
 			}
-			j++
 		}
 	}
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/p2pkit/p2pkit/internal/pciids"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -32,5 +33,28 @@ func loadNames(path string) (annotate func(t *pcie.Topology) error) {
 		}
 		pciids.Annotate(t, r.db)
 		return nil
+	}
+}
+
+// NameGPUs names the GPUs that pci.ids did not (no database on the host, or one
+// older than the GPU) with the name NVML gives them ("NVIDIA H200"). When pci.ids
+// named the vendor ("NVIDIA Corporation"), the vendor's word that NVML repeats is
+// dropped, so the product reads "NVIDIA Corporation H200". It does nothing without
+// NVML facts; call it after setting GPU.
+func (n *Node) NameGPUs() {
+	if n.GPU == nil {
+		return
+	}
+	for _, d := range n.Topology.GPUs() {
+		if d.DeviceName != "" {
+			continue
+		}
+		if g := n.gpuAt(d.Address); g != nil && g.Name != "" {
+			d.DeviceName = g.Name
+			vendorWord, _, _ := strings.Cut(d.VendorName, " ")
+			if rest, ok := strings.CutPrefix(g.Name, vendorWord+" "); ok && vendorWord != "" && rest != "" {
+				d.DeviceName = rest
+			}
+		}
 	}
 }

@@ -66,6 +66,9 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := foldMissingConfig(recs); err != nil {
+		n.Warnings = append(n.Warnings, err)
+	}
 	n.Topology = pcie.NewTopology(recs)
 	// The topology's errors hold each record's read error and what decoding and
 	// placing the functions found.

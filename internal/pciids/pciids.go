@@ -60,7 +60,7 @@ type DB struct {
 
 	mu      sync.Mutex
 	devices map[uint32]*device // vendor<<16 | device, nil when not listed
-	classNm map[uint16]string  // see classNames
+	classNm *classTable
 }
 
 type device struct {
@@ -310,39 +310,50 @@ func (db *DB) Device(vendor, device uint16) string {
 	return ""
 }
 
-// Subsystem returns the name pci.ids gives the subsystem (subvendor, subdevice) of
-// the device, or "" when it has none.
+// Subsystem returns the subsystem's name as lspci looks it up (pciutils
+// lib/names.c id_lookup_subsys): the entry under the device in pci.ids, or, when
+// the subsystem IDs equal the device's own, the device's name; "" otherwise.
+// (pci.ids' generic "S" blocks, which lspci also consults, are not indexed: the
+// distributed database has none.)
 func (db *DB) Subsystem(vendor, device, subVendor, subDevice uint16) string {
-	if d := db.device(vendor, device); d != nil {
-		return d.subsystems[uint32(subVendor)<<16|uint32(subDevice)]
+	d := db.device(vendor, device)
+	if d == nil {
+		return ""
+	}
+	if n := d.subsystems[uint32(subVendor)<<16|uint32(subDevice)]; n != "" {
+		return n
+	}
+	if vendor == subVendor && device == subDevice {
+		return d.name
 	}
 	return ""
 }
 
 // Class returns the name lspci prints for a class code (base<<16 | sub<<8 |
-// prog-if): the subclass's name, or the base class's when the subclass is unknown,
-// or "" when both are.
+// prog-if), with lspci's fallbacks (pcie.ClassText): the subclass's name, the base
+// class's name and the code when the subclass is unknown, "Class xxxx" when both are.
 func (db *DB) Class(class uint32) string {
-	names := db.classNames()
-	base, sub := uint16(class>>16&0xff), uint16(class>>8&0xff)
-	if n, ok := names[base<<8|sub]; ok {
-		return n
-	}
-	return names[base<<8|classOnly]
+	c := db.classNames()
+	base, sub := uint8(class>>16), uint8(class>>8)
+	return pcie.ClassText(class, c.subclasses[uint16(base)<<8|uint16(sub)], c.bases[base])
 }
 
-// classOnly marks a base class's own name in classNm (subclass IDs are one byte).
-const classOnly = 0x100
+// classTable holds the class section: base classes by their one-byte code and
+// subclasses by base<<8 | sub. Two tables, because every 16-bit key is a possible
+// subclass.
+type classTable struct {
+	bases      map[uint8]string
+	subclasses map[uint16]string
+}
 
-// classNames parses the class section once. Keys are base<<8|sub for subclasses
-// and base<<8|classOnly for base classes.
-func (db *DB) classNames() map[uint16]string {
+// classNames parses the class section once.
+func (db *DB) classNames() *classTable {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.classNm != nil {
 		return db.classNm
 	}
-	m := map[uint16]string{}
+	c := &classTable{bases: map[uint8]string{}, subclasses: map[uint16]string{}}
 	base := -1
 	for off := db.classes; off < len(db.data); {
 		line, next := lineAt(db.data, off)
@@ -356,15 +367,17 @@ func (db *DB) classNames() map[uint16]string {
 				continue
 			}
 			base = int(id)
-			m[uint16(base)<<8|classOnly] = name
-		case base >= 0 && line[0] == '\t' && (len(line) < 2 || line[1] != '\t'):
+			c.bases[uint8(base)] = name
+		case line[0] != '\t':
+			base = -1 // another top-level block
+		case base >= 0 && (len(line) < 2 || line[1] != '\t'):
 			if id, name, ok := idLine(line[1:], 2); ok {
-				m[uint16(base)<<8|uint16(id)] = name
+				c.subclasses[uint16(base)<<8|uint16(id)] = name
 			}
 		}
 	}
-	db.classNm = m
-	return m
+	db.classNm = c
+	return c
 }
 
 // Annotate fills VendorName, DeviceName, ClassName and SubsystemName of every

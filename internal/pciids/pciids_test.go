@@ -41,8 +41,13 @@ func TestLookups(t *testing.T) {
 		{"first vendor's subsystem", db.Subsystem(0x1000, 0xc030, 0x1000, 0x100b), "PEX89144 PCIe Gen 5 Switch"},
 		{"subclass", db.Class(0x030200), "3D controller"},
 		{"subclass with prog-if", db.Class(0x010802), "Non-Volatile memory controller"},
-		{"unknown subclass gives the class", db.Class(0x068000), "Bridge"},
-		{"unknown class", db.Class(0x420000), ""},
+		{"unknown subclass gives the class and code", db.Class(0x068000), "Bridge [0680]"},
+		// A base class is never confused with the subclass whose key it once shared.
+		{"class 01 beside subclass 02/00", db.Class(0x01ff00), "Mass storage controller [01ff]"},
+		{"class 02 beside subclass 03/00", db.Class(0x028000), "Network controller [0280]"},
+		{"unknown class", db.Class(0x420000), "Class 4200"},
+		{"unassigned", db.Class(0xffff00), "Unassigned class [ffff]"},
+		{"subsystem equal to the device", db.Subsystem(0x10de, 0x2335, 0x10de, 0x2335), "GH100 [H200 SXM 141GB]"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -119,7 +124,7 @@ func TestAnnotate(t *testing.T) {
 	want := []names{
 		{"Red Hat, Inc.", "Virtio 1.0 network device", "Ethernet controller", ""},
 		{"NVIDIA Corporation", "GH100 [H200 SXM 141GB]", "3D controller", "H200 SXM 141GB"},
-		{"", "", "Unassigned class", ""},
+		{"", "", "Unassigned class [ff00]", ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)
@@ -146,6 +151,15 @@ func TestSystemDatabase(t *testing.T) {
 		{db.Vendor(0x8086), "Intel Corporation"},
 		{db.Class(0x060400), "PCI bridge"},
 		{db.Class(0x030200), "3D controller"},
+		// lspci's names for codes the first index confused (pciutils lib/names.c
+		// pci_lookup_name, PCI_LOOKUP_CLASS).
+		{db.Class(0x00ff00), "Unclassified device [00ff]"},
+		{db.Class(0x0b8000), "Processor [0b80]"},
+		{db.Class(0x128000), "Processing accelerators [1280]"},
+		{db.Class(0x02ff00), "Network controller [02ff]"},
+		{db.Class(0x410000), "Class 4100"},
+		{db.Class(0xfe0000), "Class fe00"},
+		{db.Class(0xffff00), "Unassigned class [ffff]"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s: got %q, want %q", db.Path, tt.got, tt.want)

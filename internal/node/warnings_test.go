@@ -1,0 +1,62 @@
+package node_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/sysfs"
+)
+
+// TestMissingConfigOnce removes config files from the degraded-link machine (seven
+// functions): one missing file stays that function's error; when several are
+// missing the tree gets one warning and no per-function errors.
+func TestMissingConfigOnce(t *testing.T) {
+	tests := []struct {
+		remove     int // config files removed, in address order
+		wantErrs   int // topology errors
+		wantFolded bool
+	}{
+		{0, 0, false},
+		{1, 1, false},
+		{3, 0, true},
+		{7, 0, true},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		if err := fixture.DegradedLink().NoDeviceNodes().Write(dir); err != nil {
+			t.Fatal(err)
+		}
+		links, err := filepath.Glob(filepath.Join(dir, "sys", "bus", "pci", "devices", "*"))
+		if err != nil || len(links) != 7 {
+			t.Fatalf("devices: %v, %v", links, err)
+		}
+		for _, l := range links[:tt.remove] {
+			if err := os.Remove(filepath.Join(l, "config")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fsys, err := sysfs.NewFS(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := node.Load(fsys, node.Options{NoNames: true, NoPlatform: true})
+		fsys.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		folded := 0
+		for _, w := range n.Warnings {
+			if errors.Is(w, node.ErrNoConfig) {
+				folded++
+			}
+		}
+		if len(n.Topology.Errors) != tt.wantErrs || (folded == 1) != tt.wantFolded || folded > 1 {
+			t.Errorf("%d removed: %d topology errors, %d folded warnings (%v); want %d errors, folded %v",
+				tt.remove, len(n.Topology.Errors), folded, n.Warnings, tt.wantErrs, tt.wantFolded)
+		}
+	}
+}
