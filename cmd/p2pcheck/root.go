@@ -75,6 +75,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newMatrixCommand(o),
 		newGdrCommand(o),
 		newReportCommand(ro),
+		newFixCommand(o),
 	)
 	return cmd
 }
