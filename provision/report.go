@@ -13,7 +13,7 @@ import (
 
 // SchemaVersion is the version of the `p2pcheck fix --format json` document
 // (schema/fix.v1.json).
-const SchemaVersion = 1
+const SchemaVersion = "1"
 
 // Results of a run, the Report's Result field.
 const (
@@ -97,7 +97,7 @@ type Persistent struct {
 // Report is the outcome of one `p2pcheck fix` run: the document --format json
 // prints and the text output shows.
 type Report struct {
-	SchemaVersion int            `json:"schema_version"`
+	SchemaVersion string         `json:"schema_version"`
 	Mode          string         `json:"mode"` // "dry-run" or "apply"
 	Result        string         `json:"result"`
 	ExitCode      int            `json:"exit_code"`
