@@ -133,6 +133,34 @@ func Catalogue() []*Topology {
 		Root: []*Node{rootPort(2, sw(dsp(pf), dsp(ep(NVMe))))},
 	})
 
+	// A multifunction NVMe below a root port, function 0 with a CMB: with the
+	// vIOMMU the kernel sets ACS redirect on the root port, which it counts on the
+	// common upstream bridge itself, so the two functions are not-supported on an
+	// Intel CPU model and thru-host-bridge on EPYC, and bus-addr once `p2pcheck fix
+	// --apply` cleared the root port's redirect. A plain NVMe below a second root
+	// port shares no bridge with them. iommu=pt keeps ACS (pci_request_acs() comes
+	// with the DMAR table) but lets QEMU carry the bus-address DMA of the p2pmem
+	// proof, which a translating vIOMMU would fault.
+	for _, cpu := range []struct {
+		name, model string
+		zen         bool
+	}{{"fix-cmb", "Skylake-Server", false}, {"fix-cmb-epyc", "EPYC", true}} {
+		cmb, peer := at(ep(NVMe, "cmb_size_mb=64"), 0, 0), at(ep(NVMe), 0, 1)
+		ts = append(ts, &Topology{
+			Name: cpu.name,
+			Doc: "intel-iommu, a multifunction NVMe (function 0 with a CMB) below a root port " +
+				"with ACS redirect, made P2P-ready by p2pcheck fix --apply",
+			CPU:        cpu.model,
+			CPUP2P:     cpu.zen,
+			IOMMU:      true,
+			Append:     []string{"iommu=pt"},
+			ACSControl: 0x001d,
+			Root:       []*Node{rootPort(2, cmb, peer), rootPort(3, ep(NVMe))},
+			P2PMem:     &P2PMemProof{Provider: cmb, Target: peer},
+			Fix:        true,
+		})
+	}
+
 	return ts
 }
 

@@ -113,6 +113,10 @@ type Topology struct {
 	// P2PMem names the CMB NVMe that provides p2pmem and the NVMe whose namespace is
 	// the target of p2pmem's TestGuestRoundTrip; nil for no p2pmem proof.
 	P2PMem *P2PMemProof
+	// Fix runs the provisioning steps on the test kernel: `pairs --assume
+	// acs-redirect=off`, `fix` (dry run), `fix --apply`, the oracle's rerun, then the
+	// p2pmem proof (P2PMem), then `fix --apply` again (see the package documentation).
+	Fix bool
 }
 
 // P2PMemProof picks the two NVMe controllers of the in-guest p2pmem test.
