@@ -150,3 +150,23 @@ func mustAddr(tb testing.TB, s string) pcie.Address {
 	}
 	return a
 }
+
+// FuzzAssumptionsSet: Set accepts exactly the four forms, and what it accepts
+// round-trips through Strings.
+func FuzzAssumptionsSet(f *testing.F) {
+	for _, s := range []string{"acs-redirect=off", "acs-redirect=on", "cpu=amd-zen", "cpu=intel", "cpu=", "=", "acs-redirect=off=on"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var a Assumptions
+		if err := a.Set(s); err != nil {
+			if !errors.Is(err, ErrBadAssumption) || !a.IsZero() {
+				t.Fatalf("Set(%q): %v, %+v", s, err, a)
+			}
+			return
+		}
+		if got := a.Strings(); len(got) != 1 || got[0] != s {
+			t.Fatalf("Set(%q) then Strings() = %q", s, got)
+		}
+	})
+}
