@@ -131,8 +131,8 @@ func TestParseOracleRerun(t *testing.T) {
 	}
 	for _, bad := range []string{
 		tag + "begin cpu_supports_p2pdma=0\n" + tag + "end\n", // no rerun
-		tag + "begin rerun=1\n" + tag + "end\n",                // no CPU field
-		tag + "begin rerun=1 cpu_supports_p2pdma=0\n",          // no end
+		tag + "begin rerun=1\n" + tag + "end\n",               // no CPU field
+		tag + "begin rerun=1 cpu_supports_p2pdma=0\n",         // no end
 	} {
 		if _, err := ParseOracleRerun([]byte(bad)); err == nil {
 			t.Errorf("ParseOracleRerun(%q): no error", bad)
