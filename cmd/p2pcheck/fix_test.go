@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,10 +16,13 @@ import (
 )
 
 // fixSchema compiles schema/fix.v1.json.
-func fixSchema(t *testing.T) func([]byte) error {
+func fixSchema(t *testing.T) func([]byte) error { return compileSchema(t, "fix.v1.json") }
+
+// compileSchema compiles schema/<name> into a validator.
+func compileSchema(t *testing.T, name string) func([]byte) error {
 	t.Helper()
 	c := jsonschema.NewCompiler()
-	sch, err := c.Compile("../../schema/fix.v1.json")
+	sch, err := c.Compile("../../schema/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +65,13 @@ func TestFixCommand(t *testing.T) {
 	}
 	if code, out2, _ := p2pcheck(args...); code != 0 || out2 != out {
 		t.Errorf("a second dry run differs (the first changed something?)")
+	}
+	code, out2, errOut := p2pcheck(append(args, "--persist")...)
+	if p := decodeFix(t, out2); code != 0 || !p.Persistent.Written || p.Persistent.KernelParam != dry.Persistent.KernelParam {
+		t.Fatalf("--persist: exit %d, %+v: %s", code, p.Persistent, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, provision.DropInPath)); err != nil || string(b) != dry.Persistent.DropIn {
+		t.Errorf("--persist wrote %q (%v), want the planned drop-in", b, err)
 	}
 
 	code, out, errOut = p2pcheck(append(args, "--apply")...)
@@ -190,6 +202,9 @@ func TestPairsAssume(t *testing.T) {
 	code, out, errOut := p2pcheck("--snapshot", snap, "pairs", "--all", "--assume", "acs-redirect=off", "--format", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if err := compileSchema(t, "pairs-assume.v1.json")([]byte(out)); err != nil {
+		t.Errorf("pairs --assume does not match schema/pairs-assume.v1.json: %v", err)
 	}
 	var doc struct {
 		Assume []string `json:"assume"`
