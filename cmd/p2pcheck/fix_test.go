@@ -234,3 +234,30 @@ func TestPairsAssume(t *testing.T) {
 		t.Errorf("cpu=amd-zen: exit %d\n%s", code, out)
 	}
 }
+
+// TestFixText checks the text output of --apply on one pair, and the advice on a
+// node that needs some.
+func TestFixText(t *testing.T) {
+	root := machineRoot(t, "dgx-h100")
+	code, out, errOut := p2pcheck("--root", root, "--no-nvml", "fix", "--apply", "--pairs", "gpu0,mlx5_0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{
+		"p2pcheck fix --apply", "2 changed by the runtime actions",
+		"0000:1a:00.0  0000:1b:00.0  thru-host-bridge 4   -> bus-addr 4",
+		"1. 0000:19:00.0  ACS Control (0x14e) 0x001d -> 0x0011  done, read back 0x0011",
+		"2. 0000:19:01.0", "IOMMU groups affected: 10, 11, 12, 13",
+		"warning: the kernel caches a verdict", "result: fixed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = p2pcheck("--root", machineRoot(t, "amd-epyc"), "--no-nvml", "fix")
+	for _, want := range []string{"Advice, never applied by p2pcheck:", "iommu_mode (fail)", "add iommu=pt", "result: nothing-to-do"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("amd-epyc: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+}
