@@ -161,8 +161,32 @@ func Catalogue() []*Topology {
 		})
 	}
 
+	// fix-cmb booted with the parameter `p2pcheck fix --persist` writes for it
+	// (testdata/vm/fix-cmb-oracle/fix-dry.json): the kernel leaves RR and CR clear on
+	// that root port from enumeration on (6.11's __pci_config_acs() starts from the
+	// firmware's 0, see iommu-acs-redir-off) and sets them on the other one; the CMB
+	// pair is bus-addr at boot and `p2pcheck fix` has nothing to do.
+	cmb, peer = at(ep(NVMe, "cmb_size_mb=64"), 0, 0), at(ep(NVMe), 0, 1)
+	persisted := rootPort(2, cmb, peer)
+	persisted.ACSOn = map[string]uint16{KernelDebian: 0x0011, KernelOracle: 0x0000}
+	ts = append(ts, &Topology{
+		Name:       "fix-cmb-persist",
+		Doc:        "fix-cmb booted with the pci=disable_acs_redir= parameter p2pcheck fix --persist writes for it",
+		CPU:        "Skylake-Server",
+		IOMMU:      true,
+		Append:     []string{"iommu=pt", persistedParam},
+		ACSControl: 0x001d,
+		Root:       []*Node{persisted, rootPort(3, ep(NVMe))},
+		P2PMem:     &P2PMemProof{Provider: cmb, Target: peer},
+		Persisted:  true,
+	})
+
 	return ts
 }
+
+// persistedParam is the boot parameter `p2pcheck fix` plans for fix-cmb (a test
+// checks it against the kept plan).
+const persistedParam = "pci=disable_acs_redir=0000:00:02.0"
 
 // rootPort is a pcie-root-port at slot on its root bus with kids below it.
 func rootPort(slot uint8, kids ...*Node) *Node {

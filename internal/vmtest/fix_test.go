@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/p2pkit/p2pkit/pcie"
@@ -26,11 +28,13 @@ var (
 	}
 	// fixAfter runs after the p2pmem proof.
 	fixAfter = []Capture{{Name: "fix-again.json", Shell: "p2pcheck fix --apply --format json"}}
+	// fixPersisted runs on an entry booted with the persistent parameter.
+	fixPersisted = Capture{Name: "fix-persisted.json", Shell: "p2pcheck fix --format json"}
 )
 
 // fixKept are the fix captures kept under testdata/vm.
 var fixKept = []string{"assume.json", "config-before.txt", "fix-dry.json", "config-after-dry.txt",
-	"fix-apply.json", "pairs-after.json", "fix-again.json"}
+	"fix-apply.json", "pairs-after.json", "fix-again.json", "fix-persisted.json"}
 
 // fixDoc is the part of `p2pcheck fix --format json` (schema/fix.v1.json) checked here.
 type fixDoc struct {
@@ -170,4 +174,45 @@ func verdictOf(o Oracle, p, c pcie.Address) string {
 		}
 	}
 	return ""
+}
+
+// checkPersisted judges an entry booted with the parameter `fix --persist` writes:
+// `p2pcheck fix` finds nothing to do, and on the test kernel the CMB provider and its
+// peer are bus-addr from boot on (boot is nil on other kernels).
+func checkPersisted(t *testing.T, topo *Topology, boot *Oracle, get fixCapture) {
+	b, ok := get("fix-persisted.json")
+	if !ok {
+		t.Fatal("fix on the persisted boot failed or is missing")
+	}
+	if d := parseFix(t, "fix-persisted.json", b); d.Result != "nothing-to-do" || len(d.Actions) != 0 {
+		t.Errorf("fix: result %s, %d actions, want nothing-to-do", d.Result, len(d.Actions))
+	}
+	if boot == nil {
+		return
+	}
+	prov, _ := topo.Address(topo.P2PMem.Provider)
+	target, _ := topo.Address(topo.P2PMem.Target)
+	if got := verdictOf(*boot, prov, target); got != "bus-addr 2" {
+		t.Errorf("kernel at boot: %s -> %s is %q, want bus-addr 2", prov, target, got)
+	}
+}
+
+// TestPersistedParamIsFixs: the parameter fix-cmb-persist boots with is the one
+// `p2pcheck fix` planned on fix-cmb, as kept.
+func TestPersistedParamIsFixs(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(keptDir, "fix-cmb-oracle", "fix-dry.json"))
+	if err != nil {
+		t.Skipf("no kept fix-cmb capture: %v", err)
+	}
+	var d struct {
+		Persistent struct {
+			KernelParam string `json:"kernel_param"`
+		} `json:"persistent"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Persistent.KernelParam != persistedParam {
+		t.Errorf("fix planned %q for fix-cmb, fix-cmb-persist boots with %q", d.Persistent.KernelParam, persistedParam)
+	}
 }

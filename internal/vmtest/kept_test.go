@@ -101,6 +101,9 @@ func TestKeptCaptures(t *testing.T) {
 				}
 				t.Run("fix", func(t *testing.T) { checkFix(t, topo, dump, *oracle, rerun, read) })
 			}
+			if topo.Persisted {
+				t.Run("persisted", func(t *testing.T) { checkPersisted(t, topo, oracle, read) })
+			}
 		})
 	}
 	if runs == 0 {

@@ -95,6 +95,9 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 	if fix {
 		captures = append(captures, fixBefore...)
 	}
+	if topo.Persisted && e.bin.P2PCheckErr == nil {
+		captures = append(captures, fixPersisted)
+	}
 	bin := e.bin
 	bin.P2PMemTest = "" // 8 MB the guest needs only for the p2pmem proof
 	if topo.P2PMem != nil && k.Oracle && e.bin.P2PMemErr == nil {
@@ -194,6 +197,14 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 				t.Fatal(err)
 			}
 			checkFix(t, topo, dump, *oracle, rerun, func(name string) ([]byte, bool) {
+				s, ok := sec[name]
+				return s.Data, ok && s.Status == 0
+			})
+		})
+	}
+	if topo.Persisted {
+		t.Run("persisted", func(t *testing.T) {
+			checkPersisted(t, topo, oracle, func(name string) ([]byte, bool) {
 				s, ok := sec[name]
 				return s.Data, ok && s.Status == 0
 			})
