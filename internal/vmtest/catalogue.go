@@ -140,7 +140,9 @@ func Catalogue() []*Topology {
 	// --apply` cleared the root port's redirect. A plain NVMe below a second root
 	// port shares no bridge with them. iommu=pt keeps ACS (pci_request_acs() comes
 	// with the DMAR table) but lets QEMU carry the bus-address DMA of the p2pmem
-	// proof, which a translating vIOMMU would fault.
+	// proof, which a translating vIOMMU would fault. no_timer_check skips the boot's
+	// timer test (timer_irq_works() in arch/x86/kernel/apic/io_apic.c), which under
+	// TCG on a loaded host can fail with interrupt remapping on and panic the guest.
 	for _, cpu := range []struct {
 		name, model string
 		zen         bool
@@ -153,7 +155,7 @@ func Catalogue() []*Topology {
 			CPU:        cpu.model,
 			CPUP2P:     cpu.zen,
 			IOMMU:      true,
-			Append:     []string{"iommu=pt"},
+			Append:     []string{"iommu=pt", "no_timer_check"},
 			ACSControl: 0x001d,
 			Root:       []*Node{rootPort(2, cmb, peer), rootPort(3, ep(NVMe))},
 			P2PMem:     &P2PMemProof{Provider: cmb, Target: peer},
@@ -174,7 +176,7 @@ func Catalogue() []*Topology {
 		Doc:        "fix-cmb booted with the pci=disable_acs_redir= parameter p2pcheck fix --persist writes for it",
 		CPU:        "Skylake-Server",
 		IOMMU:      true,
-		Append:     []string{"iommu=pt", persistedParam},
+		Append:     []string{"iommu=pt", "no_timer_check", persistedParam},
 		ACSControl: 0x001d,
 		Root:       []*Node{persisted, rootPort(3, ep(NVMe))},
 		P2PMem:     &P2PMemProof{Provider: cmb, Target: peer},
