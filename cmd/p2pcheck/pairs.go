@@ -12,6 +12,7 @@ import (
 
 func newPairsCommand(o *globalOptions) *cobra.Command {
 	var all bool
+	var assume []string
 	cmd := &cobra.Command{
 		Use:   "pairs [--all]",
 		Short: "Give the kernel's P2PDMA verdict and the path class for every pair of devices",
@@ -38,6 +39,9 @@ distinct type-0 functions, as the kernel would compute them.`,
 			if all {
 				devs = n.Topology.Endpoints()
 			}
+			if len(assume) > 0 {
+				return o.pairsAssuming(n, devs, assume)
+			}
 			seq := pairSeq(n, devs)
 			if o.format == "json" {
 				return render.PairsJSON(o.stdout, seq)
@@ -47,6 +51,7 @@ distinct type-0 functions, as the kernel would compute them.`,
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "every ordered pair of distinct type-0 functions, not only devices of interest")
+	cmd.Flags().StringArrayVar(&assume, "assume", nil, "what-if: verdicts with `WHAT` assumed (acs-redirect=off|on, cpu=amd-zen|intel; repeatable) and the difference to now; changes nothing")
 	return cmd
 }
 

@@ -76,6 +76,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newGdrCommand(o),
 		newNCCLCommand(o),
 		newReportCommand(ro),
+		newFixCommand(o),
 	)
 	return cmd
 }

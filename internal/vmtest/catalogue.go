@@ -133,8 +133,62 @@ func Catalogue() []*Topology {
 		Root: []*Node{rootPort(2, sw(dsp(pf), dsp(ep(NVMe))))},
 	})
 
+	// A multifunction NVMe below a root port, function 0 with a CMB: with the
+	// vIOMMU the kernel sets ACS redirect on the root port, which it counts on the
+	// common upstream bridge itself, so the two functions are not-supported on an
+	// Intel CPU model and thru-host-bridge on EPYC, and bus-addr once `p2pcheck fix
+	// --apply` cleared the root port's redirect. A plain NVMe below a second root
+	// port shares no bridge with them. iommu=pt keeps ACS (pci_request_acs() comes
+	// with the DMAR table) but lets QEMU carry the bus-address DMA of the p2pmem
+	// proof, which a translating vIOMMU would fault. no_timer_check skips the boot's
+	// timer test (timer_irq_works() in arch/x86/kernel/apic/io_apic.c), which under
+	// TCG on a loaded host can fail with interrupt remapping on and panic the guest.
+	for _, cpu := range []struct {
+		name, model string
+		zen         bool
+	}{{"fix-cmb", "Skylake-Server", false}, {"fix-cmb-epyc", "EPYC", true}} {
+		cmb, peer := at(ep(NVMe, "cmb_size_mb=64"), 0, 0), at(ep(NVMe), 0, 1)
+		ts = append(ts, &Topology{
+			Name: cpu.name,
+			Doc: "intel-iommu, a multifunction NVMe (function 0 with a CMB) below a root port " +
+				"with ACS redirect, made P2P-ready by p2pcheck fix --apply",
+			CPU:        cpu.model,
+			CPUP2P:     cpu.zen,
+			IOMMU:      true,
+			Append:     []string{"iommu=pt", "no_timer_check"},
+			ACSControl: 0x001d,
+			Root:       []*Node{rootPort(2, cmb, peer), rootPort(3, ep(NVMe))},
+			P2PMem:     &P2PMemProof{Provider: cmb, Target: peer},
+			Fix:        true,
+		})
+	}
+
+	// fix-cmb booted with the parameter `p2pcheck fix --persist` writes for it
+	// (testdata/vm/fix-cmb-oracle/fix-dry.json): the kernel leaves RR and CR clear on
+	// that root port from enumeration on (6.11's __pci_config_acs() starts from the
+	// firmware's 0, see iommu-acs-redir-off) and sets them on the other one; the CMB
+	// pair is bus-addr at boot and `p2pcheck fix` has nothing to do.
+	cmb, peer = at(ep(NVMe, "cmb_size_mb=64"), 0, 0), at(ep(NVMe), 0, 1)
+	persisted := rootPort(2, cmb, peer)
+	persisted.ACSOn = map[string]uint16{KernelDebian: 0x0011, KernelOracle: 0x0000}
+	ts = append(ts, &Topology{
+		Name:       "fix-cmb-persist",
+		Doc:        "fix-cmb booted with the pci=disable_acs_redir= parameter p2pcheck fix --persist writes for it",
+		CPU:        "Skylake-Server",
+		IOMMU:      true,
+		Append:     []string{"iommu=pt", "no_timer_check", persistedParam},
+		ACSControl: 0x001d,
+		Root:       []*Node{persisted, rootPort(3, ep(NVMe))},
+		P2PMem:     &P2PMemProof{Provider: cmb, Target: peer},
+		Persisted:  true,
+	})
+
 	return ts
 }
+
+// persistedParam is the boot parameter `p2pcheck fix` plans for fix-cmb (a test
+// checks it against the kept plan).
+const persistedParam = "pci=disable_acs_redir=0000:00:02.0"
 
 // rootPort is a pcie-root-port at slot on its root bus with kids below it.
 func rootPort(slot uint8, kids ...*Node) *Node {

@@ -26,7 +26,6 @@ const (
 // ACS Control on exactly the root ports, IOMMU groups exactly with a vIOMMU, NUMA
 // nodes from pxb-pcie.
 func checkFacts(t *testing.T, topo *Topology, k Kernel, v View) {
-	wantACS := fmt.Sprintf("%04x", topo.WantACS(k))
 	numa := map[string]int{"pci0000:00": -1}
 	for _, n := range topo.Root {
 		if n.Kind == PXB {
@@ -35,6 +34,7 @@ func checkFacts(t *testing.T, topo *Topology, k Kernel, v View) {
 	}
 	for _, f := range v.Funcs {
 		got := v.Facts[f.Addr]
+		wantACS := fmt.Sprintf("%04x", topo.WantACSAt(k, f.Addr))
 		switch {
 		case f.Type == "root-port" && got.ACS != wantACS:
 			t.Errorf("%s root port: ACS Control %q, want %q", f.Addr, got.ACS, wantACS)

@@ -49,6 +49,20 @@
 //   - pairs (test kernel): every ordered pair p2pcheck prints equals the kernel's map
 //     type and distance, and no pair is missing. The oracle runs before VFs exist, so
 //     a VF's verdict is taken from its PF (Oracle.WithVFs).
+//   - fix (test kernel, entries with Fix): the provisioning steps of `p2pcheck fix`,
+//     judged by the kernel. The guest runs `pairs --all --assume acs-redirect=off`,
+//     checksums every config file, runs `fix` (dry run), checksums again, runs
+//     `fix --apply`, asks the kernel for fresh verdicts (writing
+//     /sys/module/p2pdma/parameters/p2poracle_rerun, ParseOracleRerun), runs `pairs
+//     --all` again, then the p2pmem round trip (only now: the kernel caches a verdict
+//     once a driver asked for it), then `fix --apply` once more. The checks: the
+//     what-if equals the kernel's fresh verdict for every ordered pair; the dry run
+//     changed no config byte; --apply cleared exactly the root port above the CMB
+//     NVMe, read it back, and every pair it reports equals both its own prediction
+//     and the kernel's fresh verdict, as do the pairs read again; the CMB provider
+//     and its peer function were not-supported (Intel) or thru-host-bridge (EPYC) at
+//     boot and are bus-addr afterwards; the round trip passes; the second run has
+//     nothing to do and exits 0.
 //
 // # Adding a topology
 //

@@ -94,6 +94,16 @@ func TestKeptCaptures(t *testing.T) {
 			if b, ok := read("pairs.json"); ok && oracle != nil {
 				checkPairs(t, withVFs(t, *oracle, dump), dump, b)
 			}
+			if b, ok := read("oracle-rerun.txt"); ok && topo.Fix && oracle != nil {
+				rerun, err := ParseOracle(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Run("fix", func(t *testing.T) { checkFix(t, topo, dump, *oracle, rerun, read) })
+			}
+			if topo.Persisted {
+				t.Run("persisted", func(t *testing.T) { checkPersisted(t, topo, oracle, read) })
+			}
 		})
 	}
 	if runs == 0 {

@@ -145,3 +145,36 @@ func (o Oracle) WithVFs(vfs map[pcie.Address]pcie.Address) Oracle {
 	})
 	return out
 }
+
+// ParseOracleRerun extracts the last report the test kernel printed on request
+// (writing /sys/module/p2pdma/parameters/p2poracle_rerun, see
+// ../shared/kernel/README.md): the lines from the last "begin rerun=N" to its "end",
+// computed afresh by calc_map_type_and_dist() after whatever changed at run time.
+func ParseOracleRerun(dmesg []byte) (Oracle, error) {
+	lines := bytes.Split(dmesg, []byte("\n"))
+	start := -1
+	for i, l := range lines {
+		if bytes.Contains(l, []byte(oracleTag+"begin rerun=")) {
+			start = i
+		}
+	}
+	if start < 0 {
+		return Oracle{}, fmt.Errorf("vmtest: oracle: no rerun report")
+	}
+	// "begin rerun=N cpu_supports_p2pdma=X" becomes the boot report's begin line.
+	_, rest, _ := bytes.Cut(lines[start], []byte(oracleTag+"begin rerun="))
+	_, cpu, ok := bytes.Cut(rest, []byte(" "))
+	if !ok {
+		return Oracle{}, fmt.Errorf("vmtest: oracle: bad rerun line %q", lines[start])
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%sbegin %s\n", oracleTag, cpu)
+	for _, l := range lines[start+1:] {
+		b.Write(l)
+		b.WriteByte('\n')
+		if bytes.HasSuffix(bytes.TrimSpace(l), []byte(oracleTag+"end")) {
+			break
+		}
+	}
+	return ParseOracle(b.Bytes())
+}

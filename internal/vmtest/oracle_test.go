@@ -109,3 +109,50 @@ func TestOracleWithVFs(t *testing.T) {
 		t.Errorf("WithVFs changed its receiver: %v", o.Verdicts)
 	}
 }
+
+// TestParseOracleRerun takes the last rerun report from a dmesg that also holds the
+// boot report and an earlier rerun.
+func TestParseOracleRerun(t *testing.T) {
+	const tag = "[  9.1] " + oracleTag
+	dmesg := tag + "begin cpu_supports_p2pdma=0\n" +
+		tag + "0000:01:00.0 0000:01:00.1 not-supported 2\n" + tag + "end\n" +
+		tag + "begin rerun=1 cpu_supports_p2pdma=0\n" +
+		tag + "0000:01:00.0 0000:01:00.1 not-supported 2\n" + tag + "end\n" +
+		"[ 12.0] something else\n" +
+		tag + "begin rerun=2 cpu_supports_p2pdma=1\n" +
+		tag + "0000:01:00.0 0000:01:00.1 bus-addr 2\n" + tag + "end\n" +
+		"[ 13.0] after\n"
+	o, err := ParseOracleRerun([]byte(dmesg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.CPUSupportsP2PDMA || len(o.Verdicts) != 1 || o.Verdicts[0].MapType != "bus-addr" {
+		t.Errorf("got %+v", o)
+	}
+	for _, bad := range []string{
+		tag + "begin cpu_supports_p2pdma=0\n" + tag + "end\n", // no rerun
+		tag + "begin rerun=1\n" + tag + "end\n",               // no CPU field
+		tag + "begin rerun=1 cpu_supports_p2pdma=0\n",         // no end
+	} {
+		if _, err := ParseOracleRerun([]byte(bad)); err == nil {
+			t.Errorf("ParseOracleRerun(%q): no error", bad)
+		}
+	}
+}
+
+// FuzzParseOracleRerun: arbitrary console bytes never panic, and an accepted report
+// round-trips through Lines.
+func FuzzParseOracleRerun(f *testing.F) {
+	f.Add([]byte(oracleTag + "begin rerun=1 cpu_supports_p2pdma=0\n" + oracleTag + "0000:01:00.0 0000:01:00.1 bus-addr 2\n" + oracleTag + "end\n"))
+	f.Add([]byte(oracleTag + "begin rerun=\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := ParseOracleRerun(b)
+		if err != nil {
+			return
+		}
+		again, err := ParseOracle(o.Lines())
+		if err != nil || string(again.Lines()) != string(o.Lines()) {
+			t.Fatalf("accepted report does not round-trip: %v", err)
+		}
+	})
+}

@@ -69,6 +69,11 @@ type Node struct {
 	// VFs is the number of SR-IOV virtual functions the guest enables on this
 	// function (echo N > sriov_numvfs) before the captures are taken.
 	VFs int
+
+	// ACSOn overrides the Topology's ACS Control expectation for this root port on
+	// the kernels it names (by Kernel.Name), e.g. one named by
+	// pci=disable_acs_redir=.
+	ACSOn map[string]uint16
 }
 
 // Func is one PCI function as a topology check sees it: what the catalogue entry
@@ -113,6 +118,13 @@ type Topology struct {
 	// P2PMem names the CMB NVMe that provides p2pmem and the NVMe whose namespace is
 	// the target of p2pmem's TestGuestRoundTrip; nil for no p2pmem proof.
 	P2PMem *P2PMemProof
+	// Fix runs the provisioning steps on the test kernel: `pairs --assume
+	// acs-redirect=off`, `fix` (dry run), `fix --apply`, the oracle's rerun, then the
+	// p2pmem proof (P2PMem), then `fix --apply` again (see the package documentation).
+	Fix bool
+	// Persisted boots the entry with the boot parameter `p2pcheck fix --persist`
+	// writes for it (in Append): `p2pcheck fix` must then find nothing to do.
+	Persisted bool
 }
 
 // P2PMemProof picks the two NVMe controllers of the in-guest p2pmem test.
@@ -339,6 +351,17 @@ func (t *Topology) WantACS(k Kernel) uint16 {
 		return v
 	}
 	return t.ACSControl
+}
+
+// WantACSAt is the ACS Control the entry expects on k for the root port at a: its
+// node's ACSOn for k, else WantACS.
+func (t *Topology) WantACSAt(k Kernel, a pcie.Address) uint16 {
+	for _, p := range t.layout() {
+		if v, ok := p.n.ACSOn[k.Name]; ok && p.addr == a {
+			return v
+		}
+	}
+	return t.WantACS(k)
 }
 
 // pfStubGuestPath is where the initramfs holds Kernel.PFStub.

@@ -91,6 +91,13 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 			Capture{Name: "topo.json", Shell: "p2pcheck topo --format json"},
 			Capture{Name: "pairs.json", Shell: "p2pcheck pairs --all --format json"})
 	}
+	fix := topo.Fix && k.Oracle && e.bin.P2PCheckErr == nil
+	if fix {
+		captures = append(captures, fixBefore...)
+	}
+	if topo.Persisted && e.bin.P2PCheckErr == nil {
+		captures = append(captures, fixPersisted)
+	}
 	bin := e.bin
 	bin.P2PMemTest = "" // 8 MB the guest needs only for the p2pmem proof
 	if topo.P2PMem != nil && k.Oracle && e.bin.P2PMemErr == nil {
@@ -101,6 +108,9 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 			"n=$(ls /sys/bus/pci/devices/%s/nvme) && P2PKIT_REQUIRE_HW=1 "+
 				"P2PKIT_P2PMEM_PROVIDER=%s P2PKIT_P2PMEM_TARGET=/dev/${n}n1 "+
 				"p2pmem.test -test.run '^TestGuestRoundTrip$' -test.v -test.count=1", target, prov)})
+	}
+	if fix {
+		captures = append(captures, fixAfter...)
 	}
 	boot := Boot{Topology: topo, Kernel: k, Busybox: e.busybox, QEMU: e.qemu, Bin: bin,
 		Captures: captures, MemMiB: guestMemMiB, SMP: guestSMP, Timeout: guestTimeout, WorkDir: t.TempDir()}
@@ -177,6 +187,29 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 			checkPairs(t, withVFs(t, *oracle, dump), dump, s.Data)
 		})
 	}
+	if topo.Fix && oracle != nil {
+		t.Run("fix", func(t *testing.T) {
+			if !fix {
+				t.Fatalf("p2pcheck did not build: %v", e.bin.P2PCheckErr)
+			}
+			rerun, err := ParseOracleRerun(sec["rerun.txt"].Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFix(t, topo, dump, *oracle, rerun, func(name string) ([]byte, bool) {
+				s, ok := sec[name]
+				return s.Data, ok && s.Status == 0
+			})
+		})
+	}
+	if topo.Persisted {
+		t.Run("persisted", func(t *testing.T) {
+			checkPersisted(t, topo, oracle, func(name string) ([]byte, bool) {
+				s, ok := sec[name]
+				return s.Data, ok && s.Status == 0
+			})
+		})
+	}
 	if topo.P2PMem != nil && k.Oracle {
 		t.Run("p2pmem", func(t *testing.T) {
 			if e.bin.P2PMemErr != nil {
@@ -200,6 +233,11 @@ func keep(t *testing.T, dir string, res Result, o *Oracle, b Boot) {
 	if o != nil {
 		files["oracle.txt"] = o.Lines()
 	}
+	if s, ok := res.Console.Sections["rerun.txt"]; ok {
+		if rerun, err := ParseOracleRerun(s.Data); err == nil {
+			files["oracle-rerun.txt"] = rerun.Lines()
+		}
+	}
 	if !*update && os.Getenv("P2PKIT_VM_UPDATE") != "1" {
 		for name, data := range files {
 			old, err := os.ReadFile(filepath.Join(dir, name))
@@ -217,7 +255,7 @@ func keep(t *testing.T, dir string, res Result, o *Oracle, b Boot) {
 	if b.Bin.P2PCheckErr != nil {
 		t.Fatalf("not rewriting %s: p2pcheck did not build: %v", dir, b.Bin.P2PCheckErr)
 	}
-	for _, name := range []string{"snapshot.tar.gz", "topo.json", "pairs.json", "p2pmem.txt"} {
+	for _, name := range append([]string{"snapshot.tar.gz", "topo.json", "pairs.json", "p2pmem.txt"}, fixKept...) {
 		if s, ok := res.Console.Sections[name]; ok && s.Status == 0 {
 			files[name] = s.Data
 		}

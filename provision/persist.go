@@ -1,0 +1,74 @@
+package provision
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// DropInPath is where `p2pcheck fix --persist` writes the boot loader drop-in,
+// relative to the root: GRUB's grub-mkconfig on Debian and Ubuntu sources
+// /etc/default/grub.d/*.cfg after /etc/default/grub.
+const DropInPath = "etc/default/grub.d/60-p2pcheck-acs.cfg"
+
+// GrubDropIn returns the drop-in that adds the plan's kernel parameter to
+// GRUB_CMDLINE_LINUX, or "" when the plan has none. The parameter is quoted inside
+// the value: GRUB's script syntax would otherwise take the semicolons between
+// device specifiers for command separators, and the kernel's own command-line
+// parser (next_arg() in lib/cmdline.c) strips the quotes.
+func (p Plan) GrubDropIn() string {
+	if p.KernelParam == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("# Written by `p2pcheck fix --persist`: keep ACS redirect (RR, CR, EC) off on the\n")
+	b.WriteString("# functions between peer devices at every boot (pci=disable_acs_redir=, see the\n")
+	b.WriteString("# kernel's Documentation/admin-guide/kernel-parameters.txt). Devices are named by\n")
+	b.WriteString("# path from their root bus, which bus renumbering does not change.\n")
+	if g := p.IOMMUGroups(); len(g) > 0 {
+		fmt.Fprintf(&b, "# Isolation given up: IOMMU groups %s (as read before the change) may merge.\n", joinInts(g))
+	}
+	b.WriteString("# Apply with update-grub (Debian, Ubuntu) or grub2-mkconfig -o /boot/grub2/grub.cfg.\n")
+	fmt.Fprintf(&b, "GRUB_CMDLINE_LINUX=\"${GRUB_CMDLINE_LINUX} \\\"%s\\\"\"\n", p.KernelParam)
+	return b.String()
+}
+
+// GrubbyArgs returns the grubby command that adds the kernel parameter to every
+// installed kernel, for systems that manage boot entries with grubby (Fedora, RHEL),
+// or "" when the plan has none.
+func (p Plan) GrubbyArgs() []string {
+	if p.KernelParam == "" {
+		return nil
+	}
+	return []string{"grubby", "--update-kernel=ALL", "--args=\"" + p.KernelParam + "\""}
+}
+
+// WriteDropIn writes GrubDropIn to DropInPath below root (the directory that stands
+// for /), creating /etc/default/grub.d if needed. It writes nothing for a plan
+// without a kernel parameter.
+func (p Plan) WriteDropIn(root string) error {
+	text := p.GrubDropIn()
+	if text == "" {
+		return nil
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	defer r.Close()
+	if err := r.MkdirAll("etc/default/grub.d", 0o755); err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	if err := r.WriteFile(DropInPath, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	return nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
