@@ -95,14 +95,6 @@ type Meta struct {
 	FailOnWarn bool
 }
 
-// Exit codes of a report (DESIGN.md "Exit codes").
-const (
-	ExitPass   = 0
-	ExitFail   = 1
-	ExitWarn   = 2
-	ExitNoEval = 3
-)
-
 // ExitCode maps an overall status to the process exit code: 0 for pass and warn
 // (2 for warn with failOnWarn), 1 for fail, 3 when a check could not be evaluated.
 func ExitCode(overall Status, failOnWarn bool) int {

@@ -2,25 +2,32 @@
 // peer-to-peer, exactly as the kernel decides it, how NVIDIA and NCCL classify each
 // path, and whether the node is ready for GPUDirect and GDRCopy.
 //
-// Run "p2pcheck --help" for the commands. Exit codes: 0 ready (warnings allowed),
-// 1 a check failed, 2 warnings with --fail-on=warn, 3 could not evaluate, 64 usage.
+// Run "p2pcheck --help" for the commands. Exit codes (package check defines
+// them): 0 ready (warnings allowed), 1 a check failed, 2 warnings with
+// --fail-on=warn, 3 could not evaluate (including I/O and internal errors),
+// 64 usage error.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/p2pkit/p2pkit/check"
 )
 
-// Exit codes shared with the JSON "overall" field (DESIGN.md "Exit codes").
+// Short names for the exit codes package check defines.
 const (
-	exitOK       = 0
-	exitFail     = 1
-	exitWarn     = 2
-	exitNoEval   = 3
-	exitUsage    = 64
-	exitInternal = 70
+	exitOK     = check.ExitPass
+	exitFail   = check.ExitFail
+	exitWarn   = check.ExitWarn
+	exitNoEval = check.ExitNoEval
+	exitUsage  = check.ExitUsage
 )
 
 // exitError carries the exit code a command wants, with an optional message.
@@ -46,14 +53,36 @@ func noEvalError(err error) error { return &exitError{code: exitNoEval, err: err
 
 func main() {
 	growHeapFirst()
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// SIGTERM and SIGINT cancel the context: --interval stops between runs and
+	// exits 0. Once it is cancelled the signals take their default action
+	// again, so a second one ends a run that does not stop.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	context.AfterFunc(ctx, stop)
+	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // run executes p2pcheck with args and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext is run until ctx is cancelled (which only --interval waits for).
+// A panic is an internal error: it is reported with its stack and exits 3
+// (could not evaluate), never with the runtime's own exit code 2, which means
+// "warnings". (A panic on another goroutine cannot be caught here.)
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "p2pcheck: internal error: %v\n%s", r, debug.Stack())
+			fmt.Fprintln(stderr, "p2pcheck: please report this at https://github.com/p2pkit/p2pkit/issues")
+			code = exitNoEval
+		}
+	}()
 	cmd := newRootCommand(stdout, stderr)
 	cmd.SetArgs(args)
-	err := cmd.Execute()
+	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -64,8 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return ee.code
 	}
-	// Anything cobra reports itself (unknown command or flag, bad arguments) is a
-	// usage error.
+	// Errors of the commands themselves carry their code (see runErrors), so
+	// what is left is cobra's own: an unknown command or bad arguments.
 	fmt.Fprintln(stderr, "p2pcheck:", err)
 	fmt.Fprintln(stderr, "Run 'p2pcheck --help' for usage.")
 	return exitUsage
