@@ -133,5 +133,5 @@ func fileKind(m fs.FileMode) string {
 	case m&fs.ModeSocket != 0:
 		return "a socket"
 	}
-	return "not a regular file"
+	return "mode " + m.String()
 }
