@@ -9,14 +9,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 
 	"github.com/p2pkit/p2pkit/check"
 )
@@ -53,26 +50,14 @@ func noEvalError(err error) error { return &exitError{code: exitNoEval, err: err
 
 func main() {
 	growHeapFirst()
-	// SIGTERM and SIGINT cancel the context: --interval stops between runs and
-	// exits 0. Once it is cancelled the signals take their default action
-	// again, so a second one ends a run that does not stop.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	context.AfterFunc(ctx, stop)
-	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes p2pcheck with args and returns the process exit code.
-func run(args []string, stdout, stderr io.Writer) int {
-	return runContext(context.Background(), args, stdout, stderr)
-}
-
-// runContext is run until ctx is cancelled (which only --interval waits for).
-// A panic is an internal error: it is reported with its stack and exits 3
-// (could not evaluate), never with the runtime's own exit code 2, which means
-// "warnings". (A panic on another goroutine cannot be caught here.)
-func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+// run executes p2pcheck with args and returns the process exit code. A panic
+// is an internal error: it is reported with its stack and exits 3 (could not
+// evaluate), never with the runtime's own exit code 2, which means "warnings".
+// (A panic on another goroutine cannot be caught here.)
+func run(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "p2pcheck: internal error: %v\n%s", r, debug.Stack())
@@ -82,7 +67,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) (c
 	}()
 	cmd := newRootCommand(stdout, stderr)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
+	err := cmd.Execute()
 	if err == nil {
 		return exitOK
 	}

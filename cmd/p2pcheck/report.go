@@ -7,8 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -312,10 +314,14 @@ func writeTextfile(w io.Writer, g prometheus.Gatherer) error {
 }
 
 // every runs the report now and then every ro.interval until ctx is cancelled
-// (SIGTERM or SIGINT), which ends it with exit 0 after the run in progress. A
-// run that fails is reported on stderr and the next one goes ahead: a node
-// that cannot be evaluated now may be later, and its files say so meanwhile.
+// or SIGTERM or SIGINT arrives, which ends it with exit 0 after the run in
+// progress; a second signal takes the default action. A run that fails is
+// reported on stderr and the next one goes ahead: a node that cannot be
+// evaluated now may be later, and its files say so meanwhile.
 func (ro *reportOptions) every(ctx context.Context, ids []string) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	context.AfterFunc(ctx, stop)
 	t := time.NewTicker(ro.interval)
 	defer t.Stop()
 	for {
