@@ -137,6 +137,7 @@ func p2pcheckCommand(args ...string) *exec.Cmd {
 // for the next period; SIGTERM (and SIGINT) end it with exit 0 right away,
 // without waiting out the period. The deadline is only a guard against a hang.
 func TestIntervalSignal(t *testing.T) {
+	canExecSelf(t)
 	root := machineRoot(t, "degraded-link")
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
