@@ -70,10 +70,10 @@ release-check:
 	$(DIST)/linux_amd64/p2pcheck --version | grep -q ' nvml=false cuda=false '
 	$(DIST)/linux_amd64_nvml/p2pcheck --version | grep -q ' nvml=true cuda=true '
 	set -e; for f in linux_amd64/p2pcheck linux_amd64/gdrbench linux_arm64/p2pcheck linux_arm64/gdrbench; do \
-	  [[ "$$(od -An -tx1 -j4 -N1 $(DIST)/$$f)" == " 02" ]]; \
-	  ! $(GO) version -m $(DIST)/$$f | grep -q 'CGO_ENABLED=1'; done
+	  ! readelf -lW $(DIST)/$$f | grep -q INTERP || { echo "$$f is not static" >&2; exit 1; }; done
 	set -e; for f in linux_arm64/p2pcheck linux_arm64/gdrbench; do \
-	  [[ "$$(od -An -tx2 -j18 -N2 --endian=little $(DIST)/$$f)" == " 00b7" ]]; done
+	  readelf -hW $(DIST)/$$f | grep -q 'Machine: *AArch64' || { echo "$$f is not an aarch64 ELF" >&2; exit 1; }; \
+	  if command -v $(QEMU_ARM64) >/dev/null; then $(QEMU_ARM64) $(DIST)/$$f --version | grep ' $(VERSION) .*platform=linux/arm64$$'; fi; done
 	$(MAKE) --no-print-directory image-check
 
 # The container image, from the release's static binaries.

@@ -24,7 +24,12 @@ else
     root=$d/rootfs/fixture
 fi
 
-p2pcheck --version | tee /dev/stderr | grep -q "^p2pcheck $version "
+p2pcheck --version >"$d/version.txt"
+cat "$d/version.txt"
+if ! grep -q "^p2pcheck $version " "$d/version.txt"; then
+    echo "check-image: the image's p2pcheck is not $version" >&2
+    exit 1
+fi
 rc=0
 p2pcheck --root "$root" --quick --no-color >"$d/report.txt" || rc=$?
 tail -n 1 "$d/report.txt"
@@ -32,7 +37,8 @@ if [[ $rc != 0 ]]; then
     echo "check-image: the image's p2pcheck --quick exited $rc on a ready machine, want 0" >&2
     exit 1
 fi
-if ! p2pcheck --root "$root" topo --no-color | grep -q 'NVIDIA Corporation'; then
+p2pcheck --root "$root" topo --no-color >"$d/topo.txt"
+if ! grep -q 'NVIDIA Corporation' "$d/topo.txt"; then
     echo "check-image: the tree names no NVIDIA device: the image's pci.ids was not used" >&2
     exit 1
 fi
