@@ -26,7 +26,7 @@ func StatusValue(s check.Status) float64 {
 }
 
 // PrometheusRegistry returns a registry holding the report as metrics for
-// node_exporter's textfile collector (field-checks.md §3.3), ready for
+// node_exporter's textfile collector (prometheus/node_exporter, collector/textfile.go), ready for
 // prometheus.WriteToTextfile, which writes atomically:
 //
 //   - p2pcheck_check_status{check,subject}: every check with subject "" and
