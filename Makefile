@@ -25,7 +25,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 IMAGE     ?= ghcr.io/p2pkit/p2pcheck
 PCI_IDS   ?= /usr/share/misc/pci.ids
 DIST      ?= dist
-LDFLAGS   := -s -w -X github.com/p2pkit/p2pkit/internal/buildinfo.version=$(VERSION) \
+LDFLAGS   := -X github.com/p2pkit/p2pkit/internal/buildinfo.version=$(VERSION) \
              -X github.com/p2pkit/p2pkit/internal/buildinfo.commit=$(COMMIT)
 QEMU_ARM64 ?= qemu-aarch64-static
 
@@ -51,9 +51,9 @@ release:
 	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "usage: make release VERSION=vX.Y.Z (not '$(VERSION)')" >&2; exit 64; }
 	rm -rf $(DIST)
 	set -e; for arch in amd64 arm64; do for cmd in p2pcheck gdrbench; do \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/linux_$$arch/$$cmd ./cmd/$$cmd; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/linux_$$arch/$$cmd ./cmd/$$cmd; \
 	done; done
-	CGO_ENABLED=1 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/linux_amd64_nvml/p2pcheck ./cmd/p2pcheck
+	CGO_ENABLED=1 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/linux_amd64_nvml/p2pcheck ./cmd/p2pcheck
 	$(MAKE) --no-print-directory image
 	sed 's|image: $(IMAGE):.*|image: $(IMAGE):$(VERSION)|' deploy/kubernetes/daemonset.yaml >$(DIST)/daemonset.yaml
 	grep -q 'image: $(IMAGE):$(VERSION)$$' $(DIST)/daemonset.yaml
