@@ -2,8 +2,10 @@
 #
 #   make run    build p2pcheck and run it on this machine (the PCIe tree, then the node report)
 #   make test   everything a fresh machine needs for the unit tier: vet, race tests, ISA variants
+#   make release VERSION=vX.Y.Z   the release artefacts in dist/ (see README "Releases")
 #
-# Variables: GO (the go command), ARGS (extra p2pcheck arguments for `make run`).
+# Variables: GO (the go command), ARGS (extra p2pcheck arguments for `make run`),
+# VERSION (the release), IMAGE (the image repository), PCI_IDS (the pci.ids the image ships).
 
 SHELL     := /bin/bash
 GO        ?= go
@@ -13,18 +15,76 @@ STATICCHECK_VERSION ?= v0.8.2
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 FUZZTIME  ?= 10s
 
-.PHONY: all build build-static run test test-unit test-isa test-vm fuzz-smoke bench bench-topo lint clean
+# go-nvml's cgo preamble includes NVML headers that mark some functions deprecated;
+# the compiler would print about 120 warnings about code that is not ours.
+CGO_CFLAGS ?= -Wno-deprecated-declarations
+export CGO_CFLAGS
+
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE     ?= ghcr.io/p2pkit/p2pcheck
+PCI_IDS   ?= /usr/share/misc/pci.ids
+DIST      ?= dist
+LDFLAGS   := -X github.com/p2pkit/p2pkit/internal/buildinfo.version=$(VERSION) \
+             -X github.com/p2pkit/p2pkit/internal/buildinfo.commit=$(COMMIT)
+QEMU_ARM64 ?= qemu-aarch64-static
+
+.PHONY: all build build-static run test test-unit test-isa test-vm test-arm64 test-deploy fuzz-smoke bench bench-topo lint clean \
+	release release-check image image-check
 
 all: build
 
 # cgo (the default where a C compiler exists) lets p2pcheck use NVML and gdrbench
 # CUDA; build-static makes a p2pcheck that runs anywhere, without them.
 build:
-	$(GO) build -trimpath -o $(BIN)/p2pcheck ./cmd/p2pcheck
-	$(GO) build -trimpath -o $(BIN)/gdrbench ./cmd/gdrbench
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/p2pcheck ./cmd/p2pcheck
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gdrbench ./cmd/gdrbench
 
 build-static:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/p2pcheck-static ./cmd/p2pcheck
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/p2pcheck-static ./cmd/p2pcheck
+
+# Releases: static (CGO_ENABLED=0) p2pcheck and gdrbench for linux/amd64 and
+# linux/arm64, p2pcheck with NVML (cgo) for linux/amd64, the container image
+# (an OCI layout archive, built without a daemon) and the DaemonSet with the
+# image's tag, all with SHA-256 sums in dist/SHA256SUMS.
+release:
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "usage: make release VERSION=vX.Y.Z (not '$(VERSION)')" >&2; exit 64; }
+	rm -rf $(DIST)
+	set -e; for arch in amd64 arm64; do for cmd in p2pcheck gdrbench; do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/linux_$$arch/$$cmd ./cmd/$$cmd; \
+	done; done
+	CGO_ENABLED=1 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/linux_amd64_nvml/p2pcheck ./cmd/p2pcheck
+	$(MAKE) --no-print-directory image
+	sed 's|image: $(IMAGE):.*|image: $(IMAGE):$(VERSION)|' deploy/kubernetes/daemonset.yaml >$(DIST)/daemonset.yaml
+	grep -q 'image: $(IMAGE):$(VERSION)$$' $(DIST)/daemonset.yaml
+	cp deploy/nhc/p2pcheck.nhc LICENSE $(DIST)/
+	cd $(DIST) && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS
+	$(MAKE) --no-print-directory release-check
+
+# What a release must be: each binary says its version, the static ones are
+# static, the arm64 ones are aarch64 ELF files, the sums hold, the image runs.
+release-check:
+	cd $(DIST) && sha256sum --quiet -c SHA256SUMS
+	set -e; for f in linux_amd64/p2pcheck linux_amd64/gdrbench linux_amd64_nvml/p2pcheck; do \
+	  $(DIST)/$$f --version | tee /dev/stderr | grep -q ' $(VERSION) commit=$(shell echo $(COMMIT) | cut -c1-12) '; done
+	$(DIST)/linux_amd64/p2pcheck --version | grep -q ' nvml=false cuda=false '
+	$(DIST)/linux_amd64_nvml/p2pcheck --version | grep -q ' nvml=true cuda=true '
+	set -e; for f in linux_amd64/p2pcheck linux_amd64/gdrbench linux_arm64/p2pcheck linux_arm64/gdrbench; do \
+	  ! readelf -lW $(DIST)/$$f | grep -q INTERP || { echo "$$f is not static" >&2; exit 1; }; done
+	set -e; for f in linux_arm64/p2pcheck linux_arm64/gdrbench; do \
+	  readelf -hW $(DIST)/$$f | grep -q 'Machine: *AArch64' || { echo "$$f is not an aarch64 ELF" >&2; exit 1; }; \
+	  if command -v $(QEMU_ARM64) >/dev/null; then $(QEMU_ARM64) $(DIST)/$$f --version | grep ' $(VERSION) .*platform=linux/arm64$$'; fi; done
+	$(MAKE) --no-print-directory image-check
+
+# The container image, from the release's static binaries.
+image:
+	cd deploy && $(GO) run ./cmd/p2pcheck-image build -o ../$(DIST)/p2pcheck-image.oci.tar \
+	  -version $(VERSION) -repository $(IMAGE) -pci-ids $(PCI_IDS) \
+	  amd64=../$(DIST)/linux_amd64/p2pcheck arm64=../$(DIST)/linux_arm64/p2pcheck
+
+# Unpacks the amd64 image and runs its p2pcheck (scripts/check-image.sh).
+image-check:
+	GO=$(GO) bash scripts/check-image.sh $(DIST)/p2pcheck-image.oci.tar $(VERSION)
 
 run: build
 	$(BIN)/p2pcheck topo $(ARGS)
@@ -43,6 +103,24 @@ test-unit:
 test-isa:
 	$(GOTESTSUM) --format pkgname-and-test-fails -- -count=1 -tags purego ./gdrcopy/...
 	GODEBUG=cpu.avx2=off,cpu.avx512f=off $(GOTESTSUM) --format pkgname-and-test-fails -- -count=1 ./gdrcopy/...
+
+# The tests for linux/arm64 (GH200 and GB200 nodes), built without cgo as the
+# arm64 release is, each test binary run under qemu-user. Every package builds
+# without cgo; ARM64_PKGS leaves out those whose tests cannot pass under
+# qemu-user without binfmt_misc, or are not about arm64 at all: gdrcopy (a fault
+# in the fake mapping) and its copy kernels (they re-run the test binary),
+# internal/vmtest (the x86 QEMU tier; re-runs the test binary) and the fixture
+# builders under internal/fixture (six minutes under emulation, no
+# architecture-dependent code).
+ARM64_EXCLUDE ?= gdrcopy|gdrcopy/internal/wccopy|internal/vmtest|internal/fixture(/.*)?
+ARM64_PKGS ?= $(shell $(GO) list ./... | grep -vxE 'github.com/p2pkit/p2pkit/($(ARM64_EXCLUDE))')
+test-arm64:
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $(QEMU_ARM64) $(ARM64_PKGS)
+
+# The deploy module (deploy/go.mod): the manifests decoded strictly against the
+# Kubernetes API types, scheduling by their own selectors, the image builder.
+test-deploy:
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The kernel-in-the-loop tier: boots real kernels under QEMU (see README). One line per
 # guest, then the failing assertions if any.
@@ -73,4 +151,4 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 clean:
-	rm -rf $(BIN) vmtest.log
+	rm -rf $(BIN) $(DIST) vmtest.log

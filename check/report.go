@@ -113,14 +113,6 @@ type Meta struct {
 	Require []Capability
 }
 
-// Exit codes of a report, as p2pcheck exits with them.
-const (
-	ExitPass   = 0
-	ExitFail   = 1
-	ExitWarn   = 2
-	ExitNoEval = 3
-)
-
 // ExitCode maps an overall status to the process exit code: 0 for pass and warn
 // (2 for warn with failOnWarn), 1 for fail, 3 when the tool could not evaluate
 // (error) or a check of a required capability is unknown.

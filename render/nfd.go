@@ -43,8 +43,7 @@ var labelValue = sync.OnceValue(func() *regexp.Regexp {
 func NFDFeatures(w io.Writer, r check.Report, expiry time.Time) error {
 	var buf bytes.Buffer
 	p := newPrinter(&buf)
-	p.line("# written by p2pcheck " + sanitizeComment(r.ToolVersion) + "; do not edit")
-	p.line("# +expiry-time=" + expiry.UTC().Format(time.RFC3339))
+	nfdHeader(p, r.ToolVersion, expiry)
 	ft := r.Features
 	for _, kv := range [][2]string{
 		{"ready", ft.Ready}, {"overall", ft.Overall}, {"gpus", ft.GPUs}, {"p2p", ft.P2P}, {"acs", ft.ACS},

@@ -29,12 +29,13 @@ func StatusValue(s check.Status) float64 {
 }
 
 // PrometheusRegistry returns a registry holding the report as metrics for
-// node_exporter's textfile collector (field-checks.md §3.3), ready for
+// node_exporter's textfile collector (prometheus/node_exporter, collector/textfile.go), ready for
 // prometheus.WriteToTextfile, which writes atomically:
 //
 //   - p2pcheck_check_status{check,subject}: every check with subject "" and
 //     every finding that needs attention with its subject
-//   - p2pcheck_overall_status, p2pcheck_exit_code
+//   - p2pcheck_overall_status, p2pcheck_exit_code, p2pcheck_up (1; 0 in the
+//     file of a run that could not evaluate the node, PrometheusUnevaluated)
 //   - p2pcheck_pcie_link_width{bdf,kind,state} and
 //     p2pcheck_pcie_link_generation{bdf,kind,state}, state "current" or "max"
 //   - p2pcheck_bar1_total_bytes{gpu,bdf}, p2pcheck_bar1_used_bytes{gpu,bdf}
@@ -50,11 +51,7 @@ func StatusValue(s check.Status) float64 {
 // textfile collector rejects them.
 func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
-	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-		reg.MustRegister(g)
-		return g
-	}
+	gauge := gauges(reg)
 	status := gauge("p2pcheck_check_status", "Status of a p2pcheck check (0 pass, 1 warn, 2 fail, 3 skip, 4 error, 5 unknown); subject \"\" is the whole check.", "check", "subject")
 	for _, c := range r.Checks {
 		status.WithLabelValues(c.ID, "").Set(StatusValue(c.Status))
@@ -71,7 +68,6 @@ func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Reg
 		}
 	}
 	gauge("p2pcheck_overall_status", "Overall node status (0 pass, 1 warn, 2 fail, 4 error, 5 unknown).").WithLabelValues().Set(StatusValue(r.Overall))
-	gauge("p2pcheck_exit_code", "Exit code of the p2pcheck run that wrote this file.").WithLabelValues().Set(float64(r.ExitCode))
 
 	width := gauge("p2pcheck_pcie_link_width", "PCIe link width in lanes of a device of interest.", "bdf", "kind", "state")
 	gen := gauge("p2pcheck_pcie_link_generation", "PCIe link generation (1 = 2.5 GT/s ... 6 = 64 GT/s) of a device of interest.", "bdf", "kind", "state")
@@ -125,10 +121,8 @@ func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Reg
 			ok.WithLabelValues(src, dst).Set(boolFloat(pp.Verified && pp.HostVerified))
 		}
 	}
-	gauge("p2pcheck_last_run_timestamp_seconds", "Unix time the p2pcheck run started.").WithLabelValues().Set(float64(r.Timestamp.Unix()))
-	gauge("p2pcheck_run_duration_seconds", "How long the p2pcheck run took.").WithLabelValues().Set(duration.Seconds())
-	gauge("p2pcheck_build_info", "p2pcheck version and the NVIDIA driver and CUDA versions it saw; always 1.", "version", "driver", "cuda").
-		WithLabelValues(r.ToolVersion, r.Environment.Driver, r.Environment.CUDA).Set(1)
+	runMetrics(gauge, Run{Up: true, ExitCode: r.ExitCode, Start: r.Timestamp, Duration: duration,
+		ToolVersion: r.ToolVersion, Driver: r.Environment.Driver, CUDA: r.Environment.CUDA})
 	return reg, nil
 }
 

@@ -18,6 +18,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/p2pkit/p2pkit/internal/buildinfo"
+	"github.com/p2pkit/p2pkit/internal/cuda"
 )
 
 const (
@@ -49,6 +52,13 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
+// versionLine is what --version prints: version, commit, and whether CUDA
+// support (device memory allocation through libcuda) is built in; the gdrdrv
+// client itself is pure Go and always is.
+func versionLine() string {
+	return buildinfo.Line("gdrbench", buildinfo.Feature{Name: "CUDA", Built: cuda.BuiltIn})
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -56,6 +66,9 @@ func main() {
 // run executes gdrbench with args and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := newRootCommand(stdout, stderr)
+	cmd.Version = versionLine()
+	cmd.SetVersionTemplate("{{.Version}}\n")
+	cmd.SetOut(stdout)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err == nil {

@@ -114,6 +114,9 @@ func errString(err error) string {
 
 // report is the JSON document every command writes with --format json.
 type report struct {
+	// SchemaVersion is schemaVersion, set by writeJSON.
+	SchemaVersion string `json:"schema_version"`
+
 	Tool    string       `json:"tool"`
 	GPUs    []gpuInfo    `json:"gpus,omitempty"`
 	Device  int          `json:"device"`
@@ -127,6 +130,7 @@ type report struct {
 }
 
 func (o *globalOptions) writeJSON(r *report) error {
+	r.SchemaVersion = schemaVersion
 	enc := json.NewEncoder(o.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)

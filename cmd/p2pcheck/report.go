@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 	"github.com/spf13/cobra"
 
 	"github.com/p2pkit/p2pkit/check"
@@ -46,6 +51,7 @@ type reportOptions struct {
 	config       string
 	aerThreshold uint64
 	requireCaps  []check.Capability
+	interval     time.Duration
 }
 
 func (ro *reportOptions) addFlags(cmd *cobra.Command) {
@@ -103,6 +109,7 @@ func (ro *reportOptions) resolve(changed func(flag string) bool) error {
 		return usageError("--aer-threshold must be positive")
 	}
 	return nil
+	f.DurationVar(&ro.interval, "interval", 0, "run the report every `DURATION` (e.g. 5m), rewriting --prometheus and --nfd, until SIGTERM or SIGINT")
 }
 
 func newReportCommand(ro *reportOptions) *cobra.Command {
@@ -159,6 +166,9 @@ func (ro *reportOptions) validate() error {
 	if ro.quick && ro.probe {
 		return usageError("--quick and --probe exclude each other")
 	}
+	if ro.interval < 0 {
+		return usageError("--interval must be positive")
+	}
 	return ro.validatePID()
 }
 
@@ -168,6 +178,9 @@ func (ro *reportOptions) run(cmd *cobra.Command) error {
 	}
 	if err := ro.resolve(cmd.Flags().Changed); err != nil {
 		return err
+	}
+	if ro.interval > 0 {
+		return ro.every(cmd.Context(), ro.checks)
 	}
 	return ro.report(ro.checks)
 }
@@ -184,6 +197,13 @@ func (ro *reportOptions) report(ids []string) error {
 	// milliseconds and no check needs them.
 	n, err := o.loadWith(node.Options{NoNames: ro.quick})
 	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) && ee.code == exitNoEval {
+			// The previous run's files must not stay in place looking current.
+			if werr := ro.writeUnevaluated(start); werr != nil {
+				fmt.Fprintln(o.stderr, "p2pcheck:", werr)
+			}
+		}
 		return err
 	}
 	facts := check.NewFacts(n, ro.gather(n, gpus))
@@ -322,23 +342,87 @@ func readUnder(root, name string) ([]byte, error) {
 }
 
 // writeFleetFiles writes the Prometheus textfile and the NFD features file when
-// asked for, each atomically (a temporary file in the same directory, renamed).
+// asked for, each atomically (writeFileAtomic).
 func (ro *reportOptions) writeFleetFiles(rep check.Report, took time.Duration) error {
+	return ro.writeFleet(
+		func() (*prometheus.Registry, error) { return render.PrometheusRegistry(rep, took) },
+		func(w io.Writer) error { return render.NFDFeatures(w, rep, rep.Timestamp.Add(ro.nfdTTL)) })
+}
+
+// writeUnevaluated writes the fleet files of a run that could not read the
+// machine, started at start: p2pcheck_up 0 with the run's time, and the NFD
+// label ready=false.
+func (ro *reportOptions) writeUnevaluated(start time.Time) error {
+	start = start.UTC().Truncate(time.Second)
+	run := render.Run{ExitCode: exitNoEval, Start: start, Duration: now().Sub(start), ToolVersion: version()}
+	return ro.writeFleet(
+		func() (*prometheus.Registry, error) { return render.PrometheusUnevaluated(run), nil },
+		func(w io.Writer) error { return render.NFDUnevaluated(w, version(), start.Add(ro.nfdTTL)) })
+}
+
+// writeFleet writes the --prometheus file from the registry prom returns and the
+// --nfd file with nfd, where asked for. Either failing is exit 3.
+func (ro *reportOptions) writeFleet(prom func() (*prometheus.Registry, error), nfd func(io.Writer) error) error {
 	if ro.prometheus != "" {
-		reg, err := render.PrometheusRegistry(rep, took)
+		reg, err := prom()
 		if err == nil {
-			err = prometheus.WriteToTextfile(ro.prometheus, reg)
+			err = writeFileAtomic(ro.prometheus, true, func(f *os.File) error { return writeTextfile(f, reg) })
 		}
 		if err != nil {
 			return noEvalError(fmt.Errorf("--prometheus: %w", err))
 		}
 	}
 	if ro.nfd != "" {
-		expiry := rep.Timestamp.Add(ro.nfdTTL)
-		err := writeFileAtomic(ro.nfd, true, func(f *os.File) error { return render.NFDFeatures(f, rep, expiry) })
+		err := writeFileAtomic(ro.nfd, true, func(f *os.File) error { return nfd(f) })
 		if err != nil {
 			return noEvalError(fmt.Errorf("--nfd: %w", err))
 		}
 	}
 	return nil
+}
+
+// writeTextfile writes the registry's metrics in the text format node_exporter's
+// textfile collector reads (what prometheus.WriteToTextfile writes, through
+// writeFileAtomic's checks instead of its own rename).
+func writeTextfile(w io.Writer, g prometheus.Gatherer) error {
+	mfs, err := g.Gather()
+	if err != nil {
+		return err
+	}
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// every runs the report now and then every ro.interval until ctx is cancelled
+// or SIGTERM or SIGINT arrives, which ends it with exit 0 after the run in
+// progress; a second signal takes the default action. A run that fails is
+// reported on stderr and the next one goes ahead: a node that cannot be
+// evaluated now may be later, and its files say so meanwhile.
+func (ro *reportOptions) every(ctx context.Context, ids []string) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	t := time.NewTicker(ro.interval)
+	defer t.Stop()
+	for {
+		err := ro.report(ids)
+		var ee *exitError
+		switch {
+		case errors.As(err, &ee) && ee.code == exitUsage:
+			return err
+		case errors.As(err, &ee) && ee.err == nil:
+			// The report's own verdict: the output says it.
+		case err != nil:
+			fmt.Fprintln(ro.global.stderr, "p2pcheck:", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }

@@ -103,7 +103,7 @@ func TestReportGolden(t *testing.T) {
 	}
 }
 
-// TestExitCodes: the exit code follows DESIGN.md and the JSON overall and
+// TestExitCodes: the exit code follows check/exitcode.go and the JSON overall and
 // exit_code always agree with it.
 func TestExitCodes(t *testing.T) {
 	degraded := machineRoot(t, "degraded-link")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -45,7 +46,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Args:          noArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version(),
+		Version:       versionLine(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return ro.run(cmd)
 		},
@@ -56,6 +57,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%w (run 'p2pcheck --help')", err)}
 	})
+	cmd.SetVersionTemplate("{{.Version}}\n")
 
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.root, "root", "/", "treat `DIR` as / (reads DIR/sys, DIR/proc, DIR/dev)")
@@ -78,7 +80,28 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newReportCommand(ro),
 		newFixCommand(o),
 	)
+	runErrors(cmd)
 	return cmd
+}
+
+// runErrors makes every error a command returns while running carry an exit
+// code: one without a code is an I/O error (standard output closed, an output
+// file that cannot be written), so p2pcheck could not evaluate (exit 3). Only
+// what cobra rejects before running anything is left as a usage error.
+func runErrors(cmd *cobra.Command) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			err := run(c, args)
+			var ee *exitError
+			if err != nil && !errors.As(err, &ee) {
+				return noEvalError(err)
+			}
+			return err
+		}
+	}
+	for _, c := range cmd.Commands() {
+		runErrors(c)
+	}
 }
 
 func noArgs(cmd *cobra.Command, args []string) error {

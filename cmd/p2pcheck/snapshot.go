@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -65,37 +62,4 @@ Any p2pcheck command reads the file back with --snapshot FILE.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the snapshot to `FILE` ('-' for standard output)")
 	cmd.Flags().BoolVar(&force, "force", false, "replace FILE if it exists")
 	return cmd
-}
-
-// writeFileAtomic writes name through a temporary file in the same directory and
-// renames it into place, so a reader never sees a partial file and a failed run
-// leaves nothing behind. Without force an existing file is kept and reported.
-func writeFileAtomic(name string, force bool, write func(*os.File) error) error {
-	if !force {
-		if _, err := os.Lstat(name); err == nil {
-			return usageError("%s exists (use --force to replace it)", name)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	return nil
 }

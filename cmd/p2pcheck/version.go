@@ -1,19 +1,17 @@
 package main
 
-import "runtime/debug"
+import (
+	"github.com/p2pkit/p2pkit/internal/buildinfo"
+	"github.com/p2pkit/p2pkit/internal/cuda"
+	"github.com/p2pkit/p2pkit/internal/gpu"
+)
 
-// version returns the module version p2pcheck was built from ("(devel)" for a
-// source build), with the VCS revision when the build recorded one.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
-		}
-	}
-	return v
+// version is the release version the report, the textfile and the NFD file
+// carry ("v0.3.0"; "(devel)" for a build from a work tree).
+func version() string { return buildinfo.Version() }
+
+// versionLine is what --version prints: version, commit, and whether NVML (GPU
+// facts) and CUDA (--probe) support is built in.
+func versionLine() string {
+	return buildinfo.Line("p2pcheck", buildinfo.Feature{Name: "NVML", Built: gpu.BuiltIn}, buildinfo.Feature{Name: "CUDA", Built: cuda.BuiltIn})
 }

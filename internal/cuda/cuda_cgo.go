@@ -435,3 +435,6 @@ func MemcpyPeer(dstCtx *Context, dst uint64, srcCtx *Context, src uint64, n uint
 			C.CUdeviceptr(src), C.CUcontext(srcCtx.ctx), C.size_t(n)))
 	})
 }
+
+// BuiltIn says whether this build can reach the CUDA driver (cgo and Linux).
+const BuiltIn = true

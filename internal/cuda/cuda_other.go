@@ -88,3 +88,6 @@ func (*Context) EnablePeerAccess(*Context) error { return errUnsupported }
 
 // MemcpyPeer reports that this build has no CUDA driver access.
 func MemcpyPeer(*Context, uint64, *Context, uint64, uint64) error { return errUnsupported }
+
+// BuiltIn says whether this build can reach the CUDA driver (cgo and Linux).
+const BuiltIn = false

@@ -355,3 +355,6 @@ func busID(raw [32]int8) (pcie.Address, error) {
 type reason string
 
 func (r reason) String() string { return string(r) }
+
+// BuiltIn says whether this build can use NVML (go-nvml needs cgo and Linux).
+const BuiltIn = true

@@ -19,3 +19,6 @@ func noNVML() (*Facts, error) {
 	}
 	return nil, fmt.Errorf("%w: built without cgo", ErrNoNVML)
 }
+
+// BuiltIn says whether this build can use NVML (go-nvml needs cgo and Linux).
+const BuiltIn = false
