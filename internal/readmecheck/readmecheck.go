@@ -165,11 +165,10 @@ func Render(md []byte, exs []Example) []byte {
 // splitLines splits text into lines without their "\n"; a final "\n" does not
 // start another line.
 func splitLines(b []byte) []string {
-	s := strings.TrimSuffix(string(b), "\n")
-	if s == "" {
+	if len(b) == 0 {
 		return nil
 	}
-	return strings.Split(s, "\n")
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
 // Lines splits output into lines as Step.Output holds them: a final newline does

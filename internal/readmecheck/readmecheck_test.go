@@ -74,7 +74,7 @@ func TestParseErrors(t *testing.T) {
 // TestRender: rendering what Parse read gives the file back, and changed outputs
 // land in their blocks only.
 func TestRender(t *testing.T) {
-	for _, md := range []string{doc, strings.TrimSuffix(doc, "\n"), "", "no examples\n"} {
+	for _, md := range []string{doc, strings.TrimSuffix(doc, "\n"), "", "\n", "no examples\n"} {
 		exs, err := Parse([]byte(md))
 		if err != nil {
 			t.Fatal(err)
