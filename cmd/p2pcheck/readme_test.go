@@ -277,3 +277,33 @@ func checkCapturedExample(t *testing.T, ex *readmecheck.Example) {
 		t.Errorf("README.md:%d: the example comment names %d files for %d commands", ex.Line, len(ex.Sources), n)
 	}
 }
+
+// TestRunExample: runExample resolves snapshot paths against the repository
+// root in both flag forms, applies "| head -N", shows stderr before a pipe's
+// output and takes "echo $?" as the exit status, so a block written from those
+// rules is unchanged.
+func TestRunExample(t *testing.T) {
+	_, pairs, _ := p2pcheck("--snapshot", h200Snapshot, "pairs")
+	code, gdr, gdrErr := p2pcheck("gdr", "--snapshot="+h200Snapshot, "--format", "json", "--kernel-version", "x")
+	if gdr != "" || code != exitUsage {
+		t.Fatalf("gdr with a bad --kernel-version: exit %d, stdout %q", code, gdr)
+	}
+	md := "```\n" +
+		"$ p2pcheck --snapshot testdata/h200-2gpu-vm/snapshot.tar.gz pairs | head -2\n" +
+		strings.Join(readmecheck.Lines(pairs)[:2], "\n") + "\n" +
+		"\n" +
+		"$ p2pcheck gdr --snapshot=testdata/h200-2gpu-vm/snapshot.tar.gz --format json --kernel-version x | head -1\n" +
+		gdrErr +
+		"$ p2pcheck gdr --snapshot=testdata/h200-2gpu-vm/snapshot.tar.gz --format json --kernel-version x\n" +
+		gdrErr +
+		"$ echo $?\n" +
+		strconv.Itoa(exitUsage) + "\n" +
+		"```\n"
+	exs, err := readmecheck.Parse([]byte(md))
+	if err != nil || len(exs) != 1 {
+		t.Fatalf("Parse: %d examples, %v", len(exs), err)
+	}
+	if runExample(t, &exs[0], nil) {
+		t.Error("runExample changed a block that shows the output")
+	}
+}
