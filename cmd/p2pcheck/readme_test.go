@@ -160,7 +160,8 @@ func runExample(t *testing.T, ex *readmecheck.Example, machines map[string]strin
 // runOffline runs one p2pcheck command of the README in-process, on the
 // snapshot or synthetic machine it names, and returns its exit status and what
 // a terminal would show: stdout and stderr as written, or with "| head -N" the
-// first N lines of stdout after stderr. machines maps a /tmp root to the
+// first N lines of stdout after stderr, with the paths it ran on replaced by
+// those the README shows. machines maps a /tmp root to the
 // directory its synthetic machine was written to. It returns -1 for a command
 // that needs a live machine.
 func runOffline(t *testing.T, line int, c readmecheck.Command, machines map[string]string) (int, string) {
@@ -171,7 +172,7 @@ func runOffline(t *testing.T, line int, c readmecheck.Command, machines map[stri
 	}
 	args := append([]string(nil), c.Args[1:]...)
 	offline := false
-	var tmpRoot, dir string
+	var shown []string // replaced path, path the README shows: for strings.NewReplacer
 	for i := range args {
 		flag, val, inline := strings.Cut(args[i], "=")
 		if !inline {
@@ -191,12 +192,13 @@ func runOffline(t *testing.T, line int, c readmecheck.Command, machines map[stri
 				t.Errorf("README.md:%d: --root %s: no synthetic machine of that name, and the README writes none there (mkfixture -o %s NAME)", line, val, val)
 				return -1, ""
 			}
-			tmpRoot, dir = val, machines[val]
-			val, offline = dir, true
+			shown = append(shown, machines[val], val)
+			val, offline = machines[val], true
 		case filepath.IsAbs(val):
 			continue // the live machine, or a path only it has
 		default:
-			val, offline = filepath.Join(repoRoot, val), offline || flag != "--pci-ids"
+			shown = append(shown, filepath.Join(repoRoot, val), val)
+			val, offline = shown[len(shown)-2], offline || flag != "--pci-ids"
 		}
 		if inline {
 			args[i] = flag + "=" + val
@@ -221,11 +223,7 @@ func runOffline(t *testing.T, line int, c readmecheck.Command, machines map[stri
 			out.WriteString(l + "\n")
 		}
 	}
-	text := out.String()
-	if dir != "" {
-		text = strings.ReplaceAll(text, dir, tmpRoot)
-	}
-	return code, text
+	return code, strings.NewReplacer(shown...).Replace(out.String())
 }
 
 // checkCapturedExample checks a block copied from files captured on a real
@@ -279,7 +277,7 @@ func checkCapturedExample(t *testing.T, ex *readmecheck.Example) {
 }
 
 // TestRunExample: runExample resolves snapshot paths against the repository
-// root in both flag forms, applies "| head -N", shows stderr before a pipe's
+// root in both flag forms and shows them as the README wrote them, applies "| head -N", shows stderr before a pipe's
 // output and takes "echo $?" as the exit status, so a block written from those
 // rules is unchanged.
 func TestRunExample(t *testing.T) {
@@ -288,7 +286,13 @@ func TestRunExample(t *testing.T) {
 	if gdr != "" || code != exitUsage {
 		t.Fatalf("gdr with a bad --kernel-version: exit %d, stdout %q", code, gdr)
 	}
+	code, _, missing := p2pcheck("--snapshot", "../../testdata/missing.tar.gz", "topo")
+	if code != exitNoEval || !strings.Contains(missing, "../../testdata/missing.tar.gz") {
+		t.Fatalf("missing snapshot: exit %d, stderr %q", code, missing)
+	}
 	md := "```\n" +
+		"$ p2pcheck --snapshot testdata/missing.tar.gz topo\n" +
+		strings.ReplaceAll(missing, "../../testdata/", "testdata/") +
 		"$ p2pcheck --snapshot testdata/h200-2gpu-vm/snapshot.tar.gz pairs | head -2\n" +
 		strings.Join(readmecheck.Lines(pairs)[:2], "\n") + "\n" +
 		"\n" +
