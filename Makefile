@@ -152,3 +152,8 @@ lint:
 
 clean:
 	rm -rf $(BIN) $(DIST) vmtest.log
+
+# Regenerate README's runnable examples from p2pcheck's output (captured ones are only checked).
+.PHONY: readme
+readme:
+	$(GO) test -count=1 -run TestREADMEExamples ./cmd/p2pcheck -update

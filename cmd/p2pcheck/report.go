@@ -68,6 +68,7 @@ func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 		": a check fails the node only if it blocks one of them (default p2p,gdr)")
 	f.StringVar(&ro.config, "config", "", "read settings (require = LIST, aer-threshold = N) from `FILE` (default "+defaultConfig+" when present); flags win")
 	f.Uint64Var(&ro.aerThreshold, "aer-threshold", check.DefaultAERThreshold, "correctable AER errors, new since the previous --prometheus file or since boot without one, that warn")
+	f.DurationVar(&ro.interval, "interval", 0, "run the report every `DURATION` (e.g. 5m), rewriting --prometheus and --nfd, until SIGTERM or SIGINT")
 }
 
 // capabilityNames lists the capabilities --require takes.
@@ -109,7 +110,6 @@ func (ro *reportOptions) resolve(changed func(flag string) bool) error {
 		return usageError("--aer-threshold must be positive")
 	}
 	return nil
-	f.DurationVar(&ro.interval, "interval", 0, "run the report every `DURATION` (e.g. 5m), rewriting --prometheus and --nfd, until SIGTERM or SIGINT")
 }
 
 func newReportCommand(ro *reportOptions) *cobra.Command {
