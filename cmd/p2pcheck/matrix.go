@@ -36,8 +36,7 @@ and IDs; --pci-ids FILE adds product names.`,
 			f, err := gpus()
 			switch {
 			case err == nil:
-				n.GPU = f
-				n.NameGPUs()
+				n.SetGPU(f)
 			case !errors.Is(err, gpu.ErrNoNVML) && !errors.Is(err, errNVMLSkipped):
 				n.Warnings = append(n.Warnings, err)
 			}

@@ -90,7 +90,7 @@ func (no *ncclOptions) run() error {
 	f, err := gpus()
 	switch {
 	case err == nil:
-		n.GPU = f
+		n.SetGPU(f)
 	case !errors.Is(err, gpu.ErrNoNVML) && !errors.Is(err, errNVMLSkipped):
 		n.Warnings = append(n.Warnings, err)
 	}

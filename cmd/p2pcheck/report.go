@@ -255,7 +255,7 @@ func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) c
 	if err != nil {
 		in.NoNVML = err.Error()
 	}
-	n.GPU = f
+	n.SetGPU(f)
 	if in.Source != check.Snapshot {
 		if b, err := readUnder(o.root, "etc/nccl.conf"); err == nil {
 			in.NCCLConf = check.ParseNCCLConf("/etc/nccl.conf", b)
