@@ -51,12 +51,19 @@ test-vm:
 	grep -E '^(vmtest |--- FAIL|FAIL|ok )' vmtest.log; \
 	if [ $$rc -ne 0 ]; then grep -E '^ +[a-z_]+_test\.go:[0-9]+:' vmtest.log | head -n 200; fi; exit $$rc
 
+# Every fuzz target for FUZZTIME each; all are run, and the failing ones are listed
+# at the end (non-zero exit if any failed).
 fuzz-smoke:
-	@set -e; for pkg in $$($(GO) list ./...); do \
+	@failed=(); for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null; \
+	    echo "fuzz $$pkg $$f"; log=$$(mktemp -t fuzz-$$f.XXXXXX.log); \
+	    if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
+	      tail -n 20 $$log; failed+=("$$pkg $$f (log: $$log)"); \
+	    else rm -f $$log; fi; \
 	  done; \
-	done
+	done; \
+	if [ $${#failed[@]} -gt 0 ]; then printf 'fuzz-smoke: FAILED %s\n' "$${failed[@]}"; exit 1; fi; \
+	echo "fuzz-smoke: every target passed"
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pcie/ ./sysfs/ ./p2pdma/ ./render/
