@@ -22,16 +22,17 @@ func TestReadSnapshotHostile(t *testing.T) {
 	for i := range many {
 		many[i] = directory(fmt.Sprintf("d%d/", i))
 	}
-	small := snapshotLimits{members: 100, memberSize: 1 << 10, total: 4 << 10}
+	small := DefaultBudget
+	small.Members, small.MemberSize, small.Data = 100, 1<<10, 4<<10
 	tests := []struct {
 		name    string
 		archive []byte
 		wantErr string
 	}{
-		{"huge member", tarGz(t, []entry{file("big", strings.Repeat("x", 1025))}), "over the limit of 1024 bytes"},
-		{"too many members", tarGz(t, many), "more than 100 members"},
+		{"huge member", tarGz(t, []entry{file("big", strings.Repeat("x", 1025))}), "more than 1024 bytes in one file (this one has 1025) (Budget.MemberSize)"},
+		{"too many members", tarGz(t, many), "more than 100 files, links and directories (Budget.Members)"},
 		{"too much data", tarGz(t, []entry{file("1", strings.Repeat("x", 1024)), file("2", strings.Repeat("x", 1024)),
-			file("3", strings.Repeat("x", 1024)), file("4", strings.Repeat("x", 1024)), file("5", "x")}), "more than 4096 bytes"},
+			file("3", strings.Repeat("x", 1024)), file("4", strings.Repeat("x", 1024)), file("5", "x")}), "more than 4096 bytes of file data (Budget.Data)"},
 		{"absolute name", tarGz(t, []entry{file("/etc/passwd", "x")}), `"/etc/passwd": absolute name`},
 		{"traversal", tarGz(t, []entry{file("sys/../../etc/passwd", "x")}), "leads outside"},
 		{"dot-dot only", tarGz(t, []entry{file("..", "x")}), "leads outside"},
@@ -48,7 +49,7 @@ func TestReadSnapshotHostile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := readSnapshot(bytes.NewReader(tt.archive), small)
+			_, err := ReadSnapshotBudget(bytes.NewReader(tt.archive), small)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "sysfs: ") {
 				t.Errorf("err = %v, want a sysfs error containing %q", err, tt.wantErr)
 			}
@@ -59,10 +60,6 @@ func TestReadSnapshotHostile(t *testing.T) {
 // TestReadSnapshotDefaultLimits checks the documented limits and that a member
 // declared larger than the default limit is refused before its data is read.
 func TestReadSnapshotDefaultLimits(t *testing.T) {
-	want := snapshotLimits{members: 100_000, memberSize: 4 << 20, total: 256 << 20}
-	if defaultLimits != want {
-		t.Errorf("defaultLimits = %+v, want %+v", defaultLimits, want)
-	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
@@ -71,7 +68,7 @@ func TestReadSnapshotDefaultLimits(t *testing.T) {
 	}
 	zw.Close()
 	_, err := ReadSnapshot(&buf)
-	if err == nil || !strings.Contains(err.Error(), `member "big": size 1099511627776 is over the limit`) {
+	if err == nil || !strings.Contains(err.Error(), `member "big": over budget: more than 4194304 bytes in one file (this one has 1099511627776)`) || !errors.Is(err, ErrBudget) {
 		t.Errorf("err = %v, want the member size limit", err)
 	}
 }
