@@ -40,7 +40,7 @@ func (t memTree) walk(name string, follow bool) (*memNode, error) {
 	if err := t.work.spend(0, len(parts)); err != nil {
 		return nil, err
 	}
-	done := len(parts) // elements counted so far
+	done := len(parts)          // elements counted so far
 	stack := []*memNode{t.root} // the directories from the root to the current one
 	hops := 0
 	for i := 0; i < len(parts); i++ {
