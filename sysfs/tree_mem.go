@@ -36,11 +36,10 @@ func (t memTree) walk(name string, follow bool) (*memNode, error) {
 	if name == "" {
 		return nil, errEmptyName
 	}
-	parts := splitName(name)
-	if err := t.work.spend(0, len(parts)); err != nil {
+	parts, done := splitName(name) // done: the elements counted so far
+	if err := t.work.spend(0, done); err != nil {
 		return nil, err
 	}
-	done := len(parts)          // elements counted so far
 	stack := []*memNode{t.root} // the directories from the root to the current one
 	hops := 0
 	for i := 0; i < len(parts); i++ {
@@ -78,12 +77,12 @@ func (t memTree) walk(name string, follow bool) (*memNode, error) {
 			// Splice the target in place of this element; the directory stack
 			// stays at the link's directory. The elements spliced in and those
 			// moved behind them are counted as visited again.
-			target := splitName(n.target)
+			target, cost := splitName(n.target)
 			rest := parts[i+1:]
-			if err := t.work.spend(done, len(target)+len(rest)); err != nil {
+			if err := t.work.spend(done, cost+len(rest)); err != nil {
 				return nil, err
 			}
-			done += len(target) + len(rest)
+			done += cost + len(rest)
 			parts = append(target, rest...)
 			i = -1
 			continue
@@ -96,9 +95,20 @@ func (t memTree) walk(name string, follow bool) (*memNode, error) {
 	return stack[len(stack)-1], nil
 }
 
-// splitName splits a slash-separated name into its elements, dropping empty ones.
-func splitName(name string) []string {
-	return strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
+// splitName splits a slash-separated name into its elements, dropping empty ones and
+// every "." but a final one (which makes a final link be followed). It also returns
+// the number of elements the name has, those dropped included: the work it stands for.
+func splitName(name string) (els []string, count int) {
+	for el := range strings.SplitSeq(name, "/") {
+		count++
+		if el != "" && el != "." {
+			els = append(els, el)
+		}
+	}
+	if path.Base(name) == "." && len(els) > 0 {
+		els = append(els, ".")
+	}
+	return els, count
 }
 
 // regular returns the regular file name leads to.
