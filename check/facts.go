@@ -1,6 +1,8 @@
 package check
 
 import (
+	"iter"
+
 	"github.com/p2pkit/p2pkit/internal/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -166,18 +168,27 @@ const vendorNVIDIA = 0x10de
 // pair is an unordered pair of devices of interest.
 type pair struct{ a, b *pcie.Device }
 
-// pairs returns the pairs whose peer-to-peer path matters: GPU↔GPU, GPU↔RDMA NIC,
-// GPU↔NVMe and p2pmem provider↔GPU/NIC/NVMe, each once, in address order.
-func (f *Facts) pairs() []pair {
-	var out []pair
-	for i, a := range f.devices {
-		for _, b := range f.devices[i+1:] {
-			if pairOfInterest(a, b) {
-				out = append(out, pair{a, b})
+// pairs yields the pairs whose peer-to-peer path matters: GPU↔GPU, GPU↔RDMA NIC,
+// GPU↔NVMe and p2pmem provider↔GPU/NIC/NVMe, each once, in address order. They are
+// yielded, never collected: 8,000 GPUs make 32 million pairs.
+func (f *Facts) pairs() iter.Seq[pair] {
+	return func(yield func(pair) bool) {
+		for i, a := range f.devices {
+			for _, b := range f.devices[i+1:] {
+				if pairOfInterest(a, b) && !yield(pair{a, b}) {
+					return
+				}
 			}
 		}
 	}
-	return out
+}
+
+// hasPairs reports whether there is at least one pair of interest.
+func (f *Facts) hasPairs() bool {
+	for range f.pairs() {
+		return true
+	}
+	return false
 }
 
 func pairOfInterest(a, b *pcie.Device) bool {

@@ -98,7 +98,7 @@ func checkIOMMU(f *Facts) Result {
 	r.Expected = "identity (passthrough) or no IOMMU"
 	passthrough := slices.Contains(opts, "iommu=pt") || slices.Contains(opts, "iommu.passthrough=1")
 	switch {
-	case len(translated) > 0 && len(f.pairs()) == 0:
+	case len(translated) > 0 && !f.hasPairs():
 		r.Status = Pass
 		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s), but no GPU/NIC/NVMe peer pair is affected", len(translated))
 		r.Findings = nil
@@ -129,7 +129,7 @@ func checkIOMMU(f *Facts) Result {
 // moves data through the kernel's P2PDMA: an NVMe controller, an RDMA NIC or a
 // p2pmem provider.
 func (f *Facts) kernelP2PDMAUsers() bool {
-	for _, p := range f.pairs() {
+	for p := range f.pairs() {
 		for _, d := range []*pcie.Device{p.a, p.b} {
 			if d.IsNVMe() || isRDMANIC(d) || d.P2PMem != nil {
 				return true

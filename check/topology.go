@@ -35,30 +35,32 @@ const noPairs = "fewer than two GPUs, NICs or NVMe controllers: no peer-to-peer 
 // copy peer-to-peer on the NVIDIA driver's own decision (nvml_p2p_status).
 func checkReachability(f *Facts) Result {
 	r := Result{Refs: []string{refP2PDMA, "field-checks.md F12 (CPU and host-bridge limits)"}}
-	ps := f.pairs()
-	if len(ps) == 0 {
+	if !f.hasPairs() {
 		r.Status, r.Summary = Skip, noPairs
 		return r
 	}
 	counts := map[p2pdma.MapType]int{}
 	refusedGPU := 0 // refused GPU-to-GPU pairs
 	r.Status = Pass
-	for _, p := range ps {
+	lines := pairLines{r: &r}
+	npairs := 0
+	for p := range f.pairs() {
+		npairs++
 		v := f.verdict(p)
 		counts[v.MapType]++
-		subj := pairSubject(p)
 		switch {
 		case v.MapType == p2pdma.NotSupported && p.a.IsGPU() && p.b.IsGPU():
 			refusedGPU++
-			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass, Message: "not-supported for kernel P2PDMA (the NVIDIA driver decides GPU P2P): " + v.Reason})
+			lines.finding(p, Pass, "not-supported for kernel P2PDMA (the NVIDIA driver decides GPU P2P): ", v.Reason)
 		case v.MapType == p2pdma.NotSupported:
 			r.Status = Warn
-			r.Subjects = append(r.Subjects, subj)
-			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Warn, Message: "not-supported: " + v.Reason})
+			lines.subject(p)
+			lines.finding(p, Warn, "not-supported: ", v.Reason)
 		case v.MapType == p2pdma.Unknown:
-			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Skip, Message: "unknown: " + v.Reason})
+			lines.finding(p, Skip, "unknown: ", v.Reason)
 		}
 	}
+	lines.done()
 	r.Observed = mapTypeCounts(counts)
 	r.Expected = "bus-addr or thru-host-bridge for every pair with an NVMe controller, NIC or p2pmem provider"
 	refused := counts[p2pdma.NotSupported] - refusedGPU
@@ -71,11 +73,11 @@ func checkReachability(f *Facts) Result {
 	case counts[p2pdma.Unknown] > 0:
 		r.Status = Skip
 		r.Summary = fmt.Sprintf("%d of %d verdicts depend on ACS state that could not be read (%s); the other %d are known",
-			counts[p2pdma.Unknown], len(ps), f.unreadable(), len(ps)-counts[p2pdma.Unknown])
+			counts[p2pdma.Unknown], npairs, f.unreadable(), npairs-counts[p2pdma.Unknown])
 	case refusedGPU > 0:
 		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA only between GPUs (%d pair(s)); GPU copies follow the NVIDIA driver's decision (nvml_p2p_status)", refusedGPU)
 	default:
-		r.Summary = fmt.Sprintf("the kernel allows P2PDMA for all %d pair(s): %s", len(ps), r.Observed)
+		r.Summary = fmt.Sprintf("the kernel allows P2PDMA for all %d pair(s): %s", npairs, r.Observed)
 	}
 	return r
 }
@@ -101,26 +103,38 @@ func mapTypeCounts(c map[p2pdma.MapType]int) string {
 // not be read (no root) is skipped with the reason, never passed.
 func checkACSPath(f *Facts) Result {
 	r := Result{Refs: []string{refF1, refP2PDMA, refACSRedi, "nccl#2079", "NVIDIA/nccl troubleshooting: PCI Access Control Services"}}
-	ps := f.pairs()
-	if len(ps) == 0 {
+	if !f.hasPairs() {
 		r.Status, r.Summary = Skip, noPairs
 		return r
 	}
-	bridges := map[pcie.Address][]string{} // bridge → pairs it redirects
-	setpci := map[pcie.Address]string{}    // bridge → its p2pdma.Fix setpci command
-	var unknown []string
-	for _, p := range ps {
+	// bridge → the pairs it redirects: how many, and the first
+	type redirected struct {
+		n     int
+		first string
+	}
+	bridges := map[pcie.Address]*redirected{}
+	setpci := map[pcie.Address]string{} // bridge → its p2pdma.Fix setpci command
+	var unknown []string                // the first maxPairLines pairs of unknownPairs
+	unknownPairs, npairs := 0, 0
+	for p := range f.pairs() {
+		npairs++
 		v := f.verdict(p)
 		if v.Fix != nil {
 			for _, a := range v.ACSRedirect {
-				bridges[a] = append(bridges[a], pairSubject(p))
+				if bridges[a] == nil {
+					bridges[a] = &redirected{first: pairSubject(p)}
+				}
+				bridges[a].n++
 			}
 			for i, a := range v.ACSRedirect {
 				setpci[a] = v.Fix.Setpci[i]
 			}
 		}
 		if len(v.ACSRedirect) == 0 && len(v.Unknowns) > 0 {
-			unknown = append(unknown, pairSubject(p))
+			if unknownPairs < maxPairLines {
+				unknown = append(unknown, pairSubject(p))
+			}
+			unknownPairs++
 		}
 	}
 	addrs := sortedKeys(bridges)
@@ -135,7 +149,7 @@ func checkACSPath(f *Facts) Result {
 			names[i] = a.String()
 			r.Subjects = append(r.Subjects, a.String())
 			r.Findings = append(r.Findings, Finding{Subject: a.String(), Status: Fail,
-				Message: fmt.Sprintf("%s, ACSCtl %s, on the path of %d pair(s), e.g. %s; fix: %s", bridgeWhat(d), pcie.ACSString(acs.Control), len(bridges[a]), bridges[a][0], setpci[a])})
+				Message: fmt.Sprintf("%s, ACSCtl %s, on the path of %d pair(s), e.g. %s; fix: %s", bridgeWhat(d), pcie.ACSString(acs.Control), bridges[a].n, bridges[a].first, setpci[a])})
 			r.Evidence = append(r.Evidence, Evidence{Source: "/sys/bus/pci/devices/" + a.String() + "/config ECAP_ACS+6.w", Value: fmt.Sprintf("%04x", acs.Control)})
 		}
 		r.Observed = "ACS redirect (RR/CR/EC) set on " + strings.Join(names, ", ")
@@ -145,19 +159,19 @@ func checkACSPath(f *Facts) Result {
 		if f.Hypervisor() {
 			r.Remediation = append(r.Remediation, "in a VM, set ACS on the host for ATS instead of clearing it blindly (NVIDIA AI Enterprise VM appendix)")
 		}
-		if len(unknown) > 0 {
-			r.Summary += fmt.Sprintf("; %d more pair(s) unknown", len(unknown))
+		if unknownPairs > 0 {
+			r.Summary += fmt.Sprintf("; %d more pair(s) unknown", unknownPairs)
 		}
-	case len(unknown) > 0:
+	case unknownPairs > 0:
 		r.Status = Skip
-		r.Summary = fmt.Sprintf("ACS unknown on the paths of %d of %d pairs: %s", len(unknown), len(ps), f.unreadable())
+		r.Summary = fmt.Sprintf("ACS unknown on the paths of %d of %d pairs: %s", unknownPairs, npairs, f.unreadable())
 		r.Subjects = unknown
 		if !f.Privileged {
 			r.Remediation = []string{"run p2pcheck as root (CAP_SYS_ADMIN) to read ACS Control"}
 		}
 	default:
 		r.Status = Pass
-		r.Summary = fmt.Sprintf("no ACS redirect between the %d peer pair(s)", len(ps))
+		r.Summary = fmt.Sprintf("no ACS redirect between the %d peer pair(s)", npairs)
 		r.Observed = "ACS redirect clear on every shared path"
 	}
 	return r
@@ -304,28 +318,6 @@ func gpuLinks(f *Facts) string {
 		parts[i] = fmt.Sprintf("%dx %s", counts[l], l)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// pathDevices returns the devices of interest and every bridge on the paths of
-// the pairs of interest, each once, in address order.
-func (f *Facts) pathDevices() []*pcie.Device {
-	seen := map[*pcie.Device]bool{}
-	for _, d := range f.devices {
-		if d.IsGPU() || isRDMANIC(d) || d.IsNVMe() || d.IsAccelerator() {
-			seen[d] = true
-		}
-	}
-	for _, p := range f.pairs() {
-		for _, h := range f.Node.Topology.Path(p.a, p.b).Hops {
-			seen[h.Device] = true
-		}
-	}
-	var out []*pcie.Device
-	for d := range seen {
-		out = append(out, d)
-	}
-	slices.SortFunc(out, func(a, b *pcie.Device) int { return a.Address.Compare(b.Address) })
-	return out
 }
 
 // checkAER reads the AER error totals of the devices on peer paths (F15: errors on a

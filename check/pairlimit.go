@@ -1,0 +1,100 @@
+package check
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// maxPairLines bounds the findings and subjects a check lists pair by pair: a node
+// of 8,000 GPUs has 32 million pairs. Past it, one finding per status counts the
+// pairs not listed.
+const maxPairLines = 1000
+
+// pairLines lists per-pair findings and subjects up to maxPairLines each.
+type pairLines struct {
+	r        *Result
+	findings int
+	subjects int
+	dropped  map[Status]int
+}
+
+// finding lists the finding prefix+reason on p; the message is built only when
+// listed.
+func (l *pairLines) finding(p pair, st Status, prefix, reason string) {
+	if l.findings == maxPairLines {
+		if l.dropped == nil {
+			l.dropped = map[Status]int{}
+		}
+		l.dropped[st]++
+		return
+	}
+	l.findings++
+	l.r.Findings = append(l.r.Findings, Finding{Subject: pairSubject(p), Status: st, Message: prefix + reason})
+}
+
+func (l *pairLines) subject(p pair) {
+	if l.subjects < maxPairLines {
+		l.subjects++
+		l.r.Subjects = append(l.r.Subjects, pairSubject(p))
+	}
+}
+
+// done adds the count of the findings not listed.
+func (l *pairLines) done() {
+	for _, st := range []Status{Fail, Unknown, Warn, Skip, Pass} {
+		if n := l.dropped[st]; n > 0 {
+			l.r.Findings = append(l.r.Findings, Finding{Subject: fmt.Sprintf("%d more pairs", n), Status: st,
+				Message: fmt.Sprintf("not listed: only the first %d pairs are", maxPairLines)})
+		}
+	}
+}
+
+// pathDevices returns the devices of interest and every bridge on the paths of
+// the pairs of interest, each once, in address order: a device and its ancestors up
+// to the common upstream device of a pair, as Topology.Path lists them, without
+// building the paths. Per device it keeps the lowest depth any of its pairs climbs
+// to, so that marking the chains costs work linear in the devices.
+func (f *Facts) pathDevices() []*pcie.Device {
+	seen := map[*pcie.Device]bool{}
+	for _, d := range f.devices {
+		if d.IsGPU() || isRDMANIC(d) || d.IsNVMe() || d.IsAccelerator() {
+			seen[d] = true
+		}
+	}
+	// stop[i] is the depth above which f.devices[i]'s chain is on a path: its
+	// common device's with some partner, -1 for the whole chain, and unset
+	// (MaxInt) while it is in no pair.
+	stop := make([]int, len(f.devices))
+	for i := range stop {
+		stop[i] = math.MaxInt
+	}
+	for i, a := range f.devices {
+		for j := i + 1; j < len(f.devices); j++ {
+			b := f.devices[j]
+			if !pairOfInterest(a, b) {
+				continue
+			}
+			common, _, _ := pcie.CommonUpstream(a, b)
+			s := -1
+			if common != nil {
+				s = common.Depth()
+				seen[common] = true
+			}
+			stop[i], stop[j] = min(stop[i], s), min(stop[j], s)
+		}
+	}
+	for i, x := range f.devices {
+		for y := x; y != nil && y.Depth() > stop[i]; y = y.Upstream() {
+			seen[y] = true
+		}
+	}
+	out := make([]*pcie.Device, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *pcie.Device) int { return a.Address.Compare(b.Address) })
+	return out
+}
