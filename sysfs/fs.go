@@ -43,7 +43,7 @@ var (
 	errLoop      = errors.New("too many levels of symbolic links")
 	errNotDir    = errors.New("not a directory")
 	errIsDir     = errors.New("is a directory")
-	errNotFile   = errors.New("not a regular file")
+	errNotFile   = errors.New("not a regular file: a device node, FIFO or socket is never opened")
 	errNotLink   = errors.New("not a symbolic link")
 	errTooLarge  = errors.New("file larger than the read limit")
 	errEmptyName = errors.New("empty file name")
