@@ -1,0 +1,116 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/internal/gpu"
+)
+
+// TestSnapshotKeepsNVML runs every command on a machine with NVML facts (the H200
+// capture unpacked as a --root tree, NVML's answers injected from the recorded
+// probe of that machine) and on a snapshot taken of it: the outputs must be the
+// same, NVLink classes and GPU facts included, but for the report's source.
+func TestSnapshotKeepsNVML(t *testing.T) {
+	b, err := os.ReadFile("../../internal/gpu/testdata/h200-2gpu-vm/facts.golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := func() (*gpu.Facts, error) {
+		var f gpu.Facts
+		return &f, json.Unmarshal(b, &f)
+	}
+	oldProbe, oldLinks := probeNVML, probeNVMLLinks
+	probeNVML, probeNVMLLinks, nvmlOnRoot = probe, probe, true
+	defer func() { probeNVML, probeNVMLLinks, nvmlOnRoot = oldProbe, oldLinks, false }()
+
+	root := t.TempDir()
+	unpack(t, h200Snapshot, root)
+	snap := filepath.Join(t.TempDir(), "snap.tar.gz")
+	if code, _, stderr := p2pcheck("--root", root, "snapshot", "-o", snap); code != 0 {
+		t.Fatalf("snapshot: exit %d: %s", code, stderr)
+	}
+	commands := [][]string{
+		{"topo"}, {"matrix"}, {"pairs"}, {"pairs", "--all"}, {"pair", "gpu0", "gpu1"}, {"gdr"},
+		{"report"}, {"report", "--quick"}, {"--check", "nvml_p2p_status"},
+	}
+	nvlinkSeen := false
+	for _, cmd := range commands {
+		for _, format := range []string{"text", "json"} {
+			args := append([]string{"--format", format}, cmd...)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				liveCode, live, liveErr := p2pcheck(append([]string{"--root", root}, args...)...)
+				snapCode, offline, snapErr := p2pcheck(append([]string{"--snapshot", snap}, args...)...)
+				// The one thing that differs: where the facts came from.
+				live = strings.ReplaceAll(live, `"source": "root"`, `"source": "snapshot"`)
+				live = strings.ReplaceAll(live, "p2pcheck report (root,", "p2pcheck report (snapshot,")
+				if liveCode != snapCode {
+					t.Errorf("exit %d live, %d on the snapshot (%s | %s)", liveCode, snapCode, liveErr, snapErr)
+				}
+				if diff := cmp.Diff(strings.Split(live, "\n"), strings.Split(offline, "\n")); diff != "" {
+					t.Errorf("live and snapshot outputs differ (-live +snapshot):\n%s", diff)
+				}
+				if strings.Contains(offline, "NV18") {
+					nvlinkSeen = true
+				}
+			})
+		}
+	}
+	if !nvlinkSeen {
+		t.Errorf("no output showed the GPUs' NV18: the NVML facts were not used")
+	}
+}
+
+// unpack writes the snapshot archive into dir as a root tree: directories, files
+// and links; device nodes become empty files.
+func unpack(t *testing.T, archive, dir string) {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, hdr.Name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeSymlink:
+			err = os.Symlink(hdr.Linkname, p)
+		case tar.TypeReg:
+			var b []byte
+			if b, err = io.ReadAll(tr); err == nil {
+				err = os.WriteFile(p, b, os.FileMode(hdr.Mode)&0o777)
+			}
+		default:
+			err = os.WriteFile(p, nil, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
