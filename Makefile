@@ -13,7 +13,7 @@ STATICCHECK_VERSION ?= v0.8.2
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 FUZZTIME  ?= 10s
 
-.PHONY: all build build-static run test test-unit test-isa test-vm fuzz-smoke bench bench-topo lint clean
+.PHONY: all build build-static run test test-unit test-isa test-vm fuzz-smoke bench bench-topo bench-hostile lint clean
 
 all: build
 
@@ -73,6 +73,11 @@ bench:
 # machine (needs pciutils): medians of interleaved rounds, their ratio and peak RSS.
 bench-topo: build
 	$(GO) run ./internal/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck
+
+# Every input of the hostile snapshot corpus through the real binary: exit code, CPU
+# seconds and peak RSS of each run, against 5 s and 256 MB (exit 1 past either).
+bench-hostile: build
+	$(GO) run ./internal/fixture/cmd/hostilebench -p2pcheck $(BIN)/p2pcheck
 
 lint:
 	$(GO) vet ./...
