@@ -2,6 +2,7 @@ package check
 
 import (
 	"iter"
+	"sync"
 
 	"github.com/p2pkit/p2pkit/internal/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
@@ -107,6 +108,9 @@ type Facts struct {
 
 	calc    *p2pdma.Calculator
 	devices []*pcie.Device // node.Interesting()
+
+	scanOnce sync.Once
+	scanned  *pairScan // see Facts.scan
 }
 
 // NewFacts combines a loaded node with the inputs gathered beside it. It reads

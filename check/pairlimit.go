@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -50,6 +51,70 @@ func (l *pairLines) done() {
 				Message: fmt.Sprintf("not listed: only the first %d pairs are", maxPairLines)})
 		}
 	}
+}
+
+// redirected is what acs_path keeps of the pairs a bridge redirects: how many, and
+// the first.
+type redirected struct {
+	n     int
+	first string
+}
+
+// pairScan is what one pass over the pairs of interest finds for the two checks that
+// judge every pair, reachability and acs_path: each pair's kernel verdict is
+// computed once for both.
+type pairScan struct {
+	n          int // pairs
+	counts     map[p2pdma.MapType]int
+	refusedGPU int    // refused GPU-to-GPU pairs
+	reach      Result // reachability's per-pair findings and subjects
+	// acs_path: bridge → the pairs it redirects, bridge → its setpci command, the
+	// pairs whose ACS state is unknown (the first maxPairLines) and their number.
+	bridges      map[pcie.Address]*redirected
+	setpci       map[pcie.Address]string
+	unknown      []string
+	unknownPairs int
+}
+
+// scan returns the pairScan of f, made on first use.
+func (f *Facts) scan() *pairScan {
+	f.scanOnce.Do(func() {
+		s := &pairScan{counts: map[p2pdma.MapType]int{}, bridges: map[pcie.Address]*redirected{}, setpci: map[pcie.Address]string{}}
+		lines := pairLines{r: &s.reach}
+		for p := range f.pairs() {
+			s.n++
+			v := f.verdict(p)
+			s.counts[v.MapType]++
+			switch {
+			case v.MapType == p2pdma.NotSupported && p.a.IsGPU() && p.b.IsGPU():
+				s.refusedGPU++
+				lines.finding(p, Pass, "not-supported for kernel P2PDMA (the NVIDIA driver decides GPU P2P): ", v.Reason)
+			case v.MapType == p2pdma.NotSupported:
+				lines.subject(p)
+				lines.finding(p, Warn, "not-supported: ", v.Reason)
+			case v.MapType == p2pdma.Unknown:
+				lines.finding(p, Skip, "unknown: ", v.Reason)
+			}
+			if v.Fix != nil {
+				for i, a := range v.ACSRedirect {
+					if s.bridges[a] == nil {
+						s.bridges[a] = &redirected{first: pairSubject(p)}
+					}
+					s.bridges[a].n++
+					s.setpci[a] = v.Fix.Setpci[i]
+				}
+			}
+			if len(v.ACSRedirect) == 0 && len(v.Unknowns) > 0 {
+				if s.unknownPairs < maxPairLines {
+					s.unknown = append(s.unknown, pairSubject(p))
+				}
+				s.unknownPairs++
+			}
+		}
+		lines.done()
+		f.scanned = s
+	})
+	return f.scanned
 }
 
 // pathDevices returns the devices of interest and every bridge on the paths of

@@ -39,28 +39,13 @@ func checkReachability(f *Facts) Result {
 		r.Status, r.Summary = Skip, noPairs
 		return r
 	}
-	counts := map[p2pdma.MapType]int{}
-	refusedGPU := 0 // refused GPU-to-GPU pairs
+	sc := f.scan()
+	counts, refusedGPU, npairs := sc.counts, sc.refusedGPU, sc.n
 	r.Status = Pass
-	lines := pairLines{r: &r}
-	npairs := 0
-	for p := range f.pairs() {
-		npairs++
-		v := f.verdict(p)
-		counts[v.MapType]++
-		switch {
-		case v.MapType == p2pdma.NotSupported && p.a.IsGPU() && p.b.IsGPU():
-			refusedGPU++
-			lines.finding(p, Pass, "not-supported for kernel P2PDMA (the NVIDIA driver decides GPU P2P): ", v.Reason)
-		case v.MapType == p2pdma.NotSupported:
-			r.Status = Warn
-			lines.subject(p)
-			lines.finding(p, Warn, "not-supported: ", v.Reason)
-		case v.MapType == p2pdma.Unknown:
-			lines.finding(p, Skip, "unknown: ", v.Reason)
-		}
+	if counts[p2pdma.NotSupported] > refusedGPU {
+		r.Status = Warn
 	}
-	lines.done()
+	r.Findings, r.Subjects = slices.Clone(sc.reach.Findings), slices.Clone(sc.reach.Subjects)
 	r.Observed = mapTypeCounts(counts)
 	r.Expected = "bus-addr or thru-host-bridge for every pair with an NVMe controller, NIC or p2pmem provider"
 	refused := counts[p2pdma.NotSupported] - refusedGPU
@@ -107,36 +92,8 @@ func checkACSPath(f *Facts) Result {
 		r.Status, r.Summary = Skip, noPairs
 		return r
 	}
-	// bridge → the pairs it redirects: how many, and the first
-	type redirected struct {
-		n     int
-		first string
-	}
-	bridges := map[pcie.Address]*redirected{}
-	setpci := map[pcie.Address]string{} // bridge → its p2pdma.Fix setpci command
-	var unknown []string                // the first maxPairLines pairs of unknownPairs
-	unknownPairs, npairs := 0, 0
-	for p := range f.pairs() {
-		npairs++
-		v := f.verdict(p)
-		if v.Fix != nil {
-			for _, a := range v.ACSRedirect {
-				if bridges[a] == nil {
-					bridges[a] = &redirected{first: pairSubject(p)}
-				}
-				bridges[a].n++
-			}
-			for i, a := range v.ACSRedirect {
-				setpci[a] = v.Fix.Setpci[i]
-			}
-		}
-		if len(v.ACSRedirect) == 0 && len(v.Unknowns) > 0 {
-			if unknownPairs < maxPairLines {
-				unknown = append(unknown, pairSubject(p))
-			}
-			unknownPairs++
-		}
-	}
+	sc := f.scan()
+	bridges, setpci, unknown, unknownPairs, npairs := sc.bridges, sc.setpci, sc.unknown, sc.unknownPairs, sc.n
 	addrs := sortedKeys(bridges)
 	switch {
 	case len(addrs) > 0:
