@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/p2pkit/p2pkit/pcie"
@@ -31,8 +32,9 @@ const redactedHost = "redacted-hostname"
 type Manifest struct {
 	// Redacted lists what the capture removed or replaced: "device_serial_number"
 	// (the DSN capability's serial, zeroed in config), "vpd" and "serial_number"
-	// (files not captured), "hostname" (replaced by "redacted-hostname"). Empty when
-	// captured with --no-redact.
+	// (files not captured), "hostname" (replaced by "redacted-hostname") and, with
+	// NVML facts, "gpu_uuid" (replaced by the caller, see CaptureOptions.NVML).
+	// Empty when captured with --no-redact.
 	Redacted []string `json:"redacted"`
 	// Hostname is the machine's name, recorded only when not redacted.
 	Hostname string `json:"hostname,omitempty"`
@@ -109,6 +111,9 @@ func (c *capture) finish(opt CaptureOptions) {
 	}
 	if opt.NVML != nil {
 		c.manifest.NVML = true
+		if c.redact {
+			c.manifest.Redacted = append(slices.Clone(c.manifest.Redacted), "gpu_uuid")
+		}
 		c.add(nvmlMember, &member{typ: tar.TypeReg, perm: 0o644, data: opt.NVML})
 	}
 	b, _ := json.MarshalIndent(c.manifest, "", "  ") // strings and numbers: it cannot fail

@@ -34,7 +34,8 @@ type CaptureOptions struct {
 	// Number capability's serial, the vpd and serial_number files, the host name.
 	NoRedact bool
 	// NVML is a JSON document of the NVML facts p2pcheck used on this machine,
-	// stored as p2pkit/nvml.json (see [FS.RecordedNVML]); nil stores none.
+	// stored as p2pkit/nvml.json (see [FS.RecordedNVML]); nil stores none. The
+	// caller redacts it (GPU UUIDs) unless NoRedact; the manifest lists "gpu_uuid".
 	NVML []byte
 }
 

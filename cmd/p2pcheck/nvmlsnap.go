@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/p2pkit/p2pkit/internal/gpu"
 )
@@ -16,13 +17,22 @@ var (
 
 // nvmlRecord asks NVML for the facts a snapshot records, where p2pcheck would ask it
 // live, and returns them as JSON; nil when NVML is not asked or does not answer.
-func (o *globalOptions) nvmlRecord() []byte {
+// When redacting, each GPU's UUID, which identifies the part, is replaced by
+// "GPU-redacted-<index>".
+func (o *globalOptions) nvmlRecord(redact bool) []byte {
 	if o.nvmlSkip() != nil {
 		return nil
 	}
 	f, err := probeNVML()
 	if err != nil || f == nil {
 		return nil
+	}
+	if redact {
+		for i := range f.GPUs {
+			if f.GPUs[i].UUID != "" {
+				f.GPUs[i].UUID = fmt.Sprintf("GPU-redacted-%d", f.GPUs[i].Index)
+			}
+		}
 	}
 	b, err := json.Marshal(f)
 	if err != nil {

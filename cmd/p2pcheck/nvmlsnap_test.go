@@ -5,15 +5,18 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/internal/gpu"
+	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestSnapshotKeepsNVML runs every command on a machine with NVML facts (the H200
@@ -25,9 +28,14 @@ func TestSnapshotKeepsNVML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The recorded probe could not read UUIDs; give the GPUs some.
 	probe := func() (*gpu.Facts, error) {
 		var f gpu.Facts
-		return &f, json.Unmarshal(b, &f)
+		err := json.Unmarshal(b, &f)
+		for i := range f.GPUs {
+			f.GPUs[i].UUID = fmt.Sprintf("GPU-5028283b-f657-292f-32ee-e15f162148%02d", i)
+		}
+		return &f, err
 	}
 	oldProbe, oldLinks := probeNVML, probeNVMLLinks
 	probeNVML, probeNVMLLinks, nvmlOnRoot = probe, probe, true
@@ -36,7 +44,8 @@ func TestSnapshotKeepsNVML(t *testing.T) {
 	root := t.TempDir()
 	unpack(t, h200Snapshot, root)
 	snap := filepath.Join(t.TempDir(), "snap.tar.gz")
-	if code, _, stderr := p2pcheck("--root", root, "snapshot", "-o", snap); code != 0 {
+	// Unredacted, so that the report's GPU UUIDs are the same.
+	if code, _, stderr := p2pcheck("--root", root, "snapshot", "--no-redact", "-o", snap); code != 0 {
 		t.Fatalf("snapshot: exit %d: %s", code, stderr)
 	}
 	commands := [][]string{
@@ -67,6 +76,25 @@ func TestSnapshotKeepsNVML(t *testing.T) {
 	}
 	if !nvlinkSeen {
 		t.Errorf("no output showed the GPUs' NV18: the NVML facts were not used")
+	}
+
+	// By default the UUIDs are redacted, and the manifest says so.
+	redacted := filepath.Join(t.TempDir(), "redacted.tar.gz")
+	if code, _, stderr := p2pcheck("--root", root, "snapshot", "-o", redacted); code != 0 {
+		t.Fatalf("snapshot: exit %d: %s", code, stderr)
+	}
+	_, out, _ := p2pcheck("--snapshot", redacted, "--format", "json", "report")
+	f, _ := probe()
+	if !strings.Contains(out, `"GPU-redacted-0"`) || strings.Contains(out, f.GPUs[0].UUID) {
+		t.Errorf("UUIDs not redacted: %s", out)
+	}
+	fsys, err := sysfs.OpenSnapshot(redacted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := fsys.Manifest()
+	if err != nil || m == nil || !m.NVML || !slices.Contains(m.Redacted, "gpu_uuid") {
+		t.Errorf("manifest %+v, %v: want NVML facts and gpu_uuid redacted", m, err)
 	}
 }
 

@@ -29,8 +29,8 @@ status, BAR1, driver and CUDA versions) are recorded too, so every command gives
 the snapshot the answer it gives live.
 
 Snapshots are meant to be shared, so by default they are redacted: the Device Serial
-Number in config space is zeroed, vpd and serial_number are not captured, and the
-host name is replaced. --no-redact keeps them. The archive's p2pkit/manifest.json
+Number in config space is zeroed, vpd and serial_number are not captured, GPU UUIDs
+and the host name are replaced. --no-redact keeps them. The archive's p2pkit/manifest.json
 says what was redacted and whether config space was captured truncated.
 
 Any p2pcheck command reads the file back with --snapshot FILE.`,
@@ -46,7 +46,7 @@ Any p2pcheck command reads the file back with --snapshot FILE.`,
 			}
 			defer src.Close()
 			var sum sysfs.SnapshotSummary
-			opt := sysfs.CaptureOptions{NoRedact: noRedact, NVML: o.nvmlRecord()}
+			opt := sysfs.CaptureOptions{NoRedact: noRedact, NVML: o.nvmlRecord(!noRedact)}
 			capture := func(w io.Writer) (err error) {
 				sum, err = sysfs.WriteSnapshotOptions(src, w, opt)
 				return err
@@ -76,7 +76,7 @@ Any p2pcheck command reads the file back with --snapshot FILE.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the snapshot to `FILE` ('-' for standard output)")
 	cmd.Flags().BoolVar(&force, "force", false, "replace FILE if it exists")
-	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "keep device serial numbers (DSN, serial_number), VPD and the host name (reading VPD is slow on some devices)")
+	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "keep device serial numbers (DSN, serial_number), VPD, GPU UUIDs and the host name (reading VPD is slow on some devices)")
 	return cmd
 }
 
