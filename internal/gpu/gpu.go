@@ -174,7 +174,7 @@ func (l *TopologyLevel) UnmarshalText(b []byte) error {
 		}
 	}
 	var n int
-	if _, err := fmt.Sscanf(string(b), "level(%d)", &n); err != nil || fmt.Sprintf("level(%d)", n) != string(b) {
+	if _, err := fmt.Sscanf(string(b), "level(%d)", &n); err != nil || TopologyLevel(n).String() != string(b) {
 		return fmt.Errorf("gpu: unknown topology level %q", b)
 	}
 	*l = TopologyLevel(n)

@@ -44,3 +44,25 @@ func TestFactsJSONRoundTrip(t *testing.T) {
 		t.Errorf("XX read as %v", s)
 	}
 }
+
+// FuzzUnmarshalText checks the labels and codes read back: whatever parses writes
+// back as the same text, and nothing panics.
+func FuzzUnmarshalText(f *testing.F) {
+	for _, s := range []string{"PHB", "NV", "level(7)", "level(10)", "level(-1)", "OK", "U", "CNS", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var l TopologyLevel
+		if l.UnmarshalText([]byte(s)) == nil {
+			if b, _ := l.MarshalText(); string(b) != s {
+				t.Errorf("topology level %q reads as %v, writes as %q", s, int(l), b)
+			}
+		}
+		var p P2PStatus
+		if p.UnmarshalText([]byte(s)) == nil {
+			if b, _ := p.MarshalText(); string(b) != s {
+				t.Errorf("P2P status %q reads as %v, writes as %q", s, int(p), b)
+			}
+		}
+	})
+}
