@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/gpu"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
@@ -140,5 +141,27 @@ func unpack(t *testing.T, archive, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestTruncatedSnapshot captures a machine seen without root (config cut to 64
+// bytes): the capture warns, and reading the snapshot says it is truncated.
+func TestTruncatedSnapshot(t *testing.T) {
+	m, err := fixture.ByName("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := fixture.NonRoot(m).Write(root); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(t.TempDir(), "snap.tar.gz")
+	code, _, stderr := p2pcheck("--root", root, "snapshot", "-o", snap)
+	if code != 0 || !strings.Contains(stderr, "captured truncated to 64 bytes") {
+		t.Errorf("snapshot: exit %d, stderr %q; want a warning about truncated config space", code, stderr)
+	}
+	_, _, stderr = p2pcheck("--snapshot", snap, "topo")
+	if !strings.Contains(stderr, "the snapshot holds truncated config space") {
+		t.Errorf("reading it: stderr %q, want the truncation warning", stderr)
 	}
 }
