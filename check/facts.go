@@ -177,9 +177,10 @@ type pair struct{ a, b *pcie.Device }
 // yielded, never collected: 8,000 GPUs make 32 million pairs.
 func (f *Facts) pairs() iter.Seq[pair] {
 	return func(yield func(pair) bool) {
+		roles := f.roles()
 		for i, a := range f.devices {
-			for _, b := range f.devices[i+1:] {
-				if pairOfInterest(a, b) && !yield(pair{a, b}) {
+			for j := i + 1; j < len(f.devices); j++ {
+				if interesting(roles[i], roles[j]) && !yield(pair{a, f.devices[j]}) {
 					return
 				}
 			}
@@ -195,17 +196,7 @@ func (f *Facts) hasPairs() bool {
 	return false
 }
 
-func pairOfInterest(a, b *pcie.Device) bool {
-	gpu := func(d *pcie.Device) bool { return d.IsGPU() || d.IsAccelerator() }
-	peer := func(d *pcie.Device) bool { return gpu(d) || isRDMANIC(d) || d.IsNVMe() }
-	switch {
-	case gpu(a) && peer(b), gpu(b) && peer(a):
-		return true
-	case a.P2PMem != nil && peer(b), b.P2PMem != nil && peer(a):
-		return true
-	}
-	return false
-}
+func pairOfInterest(a, b *pcie.Device) bool { return interesting(roleOf(a), roleOf(b)) }
 
 // verdict is the kernel's P2PDMA verdict with a as provider and b as client.
 func (f *Facts) verdict(p pair) p2pdma.Verdict { return f.calc.Calc(p.a, p.b) }

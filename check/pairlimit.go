@@ -53,6 +53,44 @@ func (l *pairLines) done() {
 	}
 }
 
+// Roles of a device in the pairs of interest (see Facts.pairs).
+const (
+	roleGPU    uint8 = 1 << iota // a GPU or accelerator
+	rolePeer                     // a GPU, accelerator, RDMA NIC or NVMe controller
+	roleP2PMem                   // a p2pmem provider
+)
+
+// roleOf returns d's roles.
+func roleOf(d *pcie.Device) uint8 {
+	var r uint8
+	if d.IsGPU() || d.IsAccelerator() {
+		r |= roleGPU | rolePeer
+	}
+	if isRDMANIC(d) || d.IsNVMe() {
+		r |= rolePeer
+	}
+	if d.P2PMem != nil {
+		r |= roleP2PMem
+	}
+	return r
+}
+
+// interesting reports whether devices of roles a and b make a pair of interest: a
+// GPU and a peer, or a p2pmem provider and a peer.
+func interesting(a, b uint8) bool {
+	return a&(roleGPU|roleP2PMem) != 0 && b&rolePeer != 0 || b&(roleGPU|roleP2PMem) != 0 && a&rolePeer != 0
+}
+
+// roles returns the roles of f.devices, index for index, decided once: the pair
+// loops run over millions of pairs.
+func (f *Facts) roles() []uint8 {
+	r := make([]uint8, len(f.devices))
+	for i, d := range f.devices {
+		r[i] = roleOf(d)
+	}
+	return r
+}
+
 // redirected is what acs_path keeps of the pairs a bridge redirects: how many, and
 // the first.
 type redirected struct {
@@ -136,10 +174,11 @@ func (f *Facts) pathDevices() []*pcie.Device {
 	for i := range stop {
 		stop[i] = math.MaxInt
 	}
+	roles := f.roles()
 	for i, a := range f.devices {
 		for j := i + 1; j < len(f.devices); j++ {
 			b := f.devices[j]
-			if !pairOfInterest(a, b) {
+			if !interesting(roles[i], roles[j]) {
 				continue
 			}
 			common, _, _ := pcie.CommonUpstream(a, b)

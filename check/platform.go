@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -128,10 +127,16 @@ func checkIOMMU(f *Facts) Result {
 // kernelP2PDMAUsers reports whether some pair of interest has an endpoint that
 // moves data through the kernel's P2PDMA: an NVMe controller, an RDMA NIC or a
 // p2pmem provider.
+//
+// It looks for such a device first, then for a partner of it, rather than at every
+// pair: a node of GPUs alone has millions of pairs and none of these devices.
 func (f *Facts) kernelP2PDMAUsers() bool {
-	for p := range f.pairs() {
-		for _, d := range []*pcie.Device{p.a, p.b} {
-			if d.IsNVMe() || isRDMANIC(d) || d.P2PMem != nil {
+	for i, d := range f.devices {
+		if !d.IsNVMe() && !isRDMANIC(d) && d.P2PMem == nil {
+			continue
+		}
+		for j, e := range f.devices {
+			if i != j && pairOfInterest(d, e) { // pairOfInterest is symmetric
 				return true
 			}
 		}
