@@ -30,7 +30,7 @@ LDFLAGS   := -X github.com/p2pkit/p2pkit/internal/buildinfo.version=$(VERSION) \
 QEMU_ARM64 ?= qemu-aarch64-static
 
 .PHONY: all build build-static run test test-unit test-isa test-vm test-arm64 test-deploy fuzz-smoke bench bench-topo lint clean \
-	release release-check image image-check
+	release release-check image image-check bench-hostile
 
 all: build
 
@@ -129,12 +129,19 @@ test-vm:
 	grep -E '^(vmtest |--- FAIL|FAIL|ok )' vmtest.log; \
 	if [ $$rc -ne 0 ]; then grep -E '^ +[a-z_]+_test\.go:[0-9]+:' vmtest.log | head -n 200; fi; exit $$rc
 
+# Every fuzz target for FUZZTIME each; all are run, and the failing ones are listed
+# at the end (non-zero exit if any failed).
 fuzz-smoke:
-	@set -e; for pkg in $$($(GO) list ./...); do \
+	@failed=(); for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null; \
+	    echo "fuzz $$pkg $$f"; log=$$(mktemp -t fuzz-$$f.XXXXXX.log); \
+	    if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
+	      tail -n 20 $$log; failed+=("$$pkg $$f (log: $$log)"); \
+	    else rm -f $$log; fi; \
 	  done; \
-	done
+	done; \
+	if [ $${#failed[@]} -gt 0 ]; then printf 'fuzz-smoke: FAILED %s\n' "$${failed[@]}"; exit 1; fi; \
+	echo "fuzz-smoke: every target passed"
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pcie/ ./sysfs/ ./p2pdma/ ./render/
@@ -144,6 +151,11 @@ bench:
 # machine (needs pciutils): medians of interleaved rounds, their ratio and peak RSS.
 bench-topo: build
 	$(GO) run ./internal/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck
+
+# Every input of the hostile snapshot corpus through the real binary: exit code, CPU
+# seconds and peak RSS of each run, against 5 s and 256 MB (exit 1 past either).
+bench-hostile: build
+	$(GO) run ./internal/fixture/cmd/hostilebench -p2pcheck $(BIN)/p2pcheck
 
 lint:
 	$(GO) vet ./...

@@ -1,5 +1,7 @@
 package pcie
 
+import "slices"
+
 // Hop is one function on a Path with its link.
 type Hop struct {
 	Device *Device
@@ -40,22 +42,21 @@ func (t *Topology) Path(a, b *Device) Path {
 		n++
 	}
 	p.Hops = make([]Hop, 0, n)
-	up := func(x *Device, k int) *Device {
-		if k == 0 {
-			return x
-		}
-		return x.ancestors[k-1]
-	}
 	last := da // up to and including Common
 	if common == nil {
 		last = da - 1
 	}
-	for k := 0; k <= last; k++ {
-		p.Hops = append(p.Hops, hopOf(up(a, k)))
+	x := a
+	for k := 0; k <= last; k, x = k+1, x.Upstream() {
+		p.Hops = append(p.Hops, hopOf(x))
 	}
-	for k := db - 1; k >= 0; k-- {
-		p.Hops = append(p.Hops, hopOf(up(b, k)))
+	// b's side, climbed from b and then reversed into descending order.
+	down := len(p.Hops)
+	x = b
+	for k := 0; k < db; k, x = k+1, x.Upstream() {
+		p.Hops = append(p.Hops, hopOf(x))
 	}
+	slices.Reverse(p.Hops[down:])
 	best := 0
 	for _, h := range p.Hops {
 		if r := h.Link.Current.rate(); r > 0 && (best == 0 || r < best) {

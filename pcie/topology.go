@@ -41,8 +41,8 @@ type Device struct {
 	// Names from pci.ids; empty when no database was found.
 	VendorName, DeviceName, ClassName, SubsystemName string
 
-	ancestors []*Device // Upstream(), Upstream(Upstream()), ...; shares one backing array
-	role      portRole
+	depth int // len(Ancestors()): the number of Upstream() steps to a root bus
+	role  portRole
 }
 
 // HostBridge is a root complex as sysfs shows it: /sys/devices/pciDDDD:BB.
@@ -147,7 +147,7 @@ func NewTopology(recs []Record) *Topology {
 		pf.VFs = append(pf.VFs, d)
 	}
 	t.breakCycles()
-	t.fillAncestors()
+	t.fillDepths()
 	t.findSwitches()
 	return t
 }
@@ -174,41 +174,69 @@ func (t *Topology) fail(a Address, err error) {
 
 // place sets d's host bridge and parent from its sysfs path and files it under them.
 // Devices are placed in address order, so Children and HostBridge.Devices come out
-// in address (devfn) order.
+// in address (devfn) order. It scans the path in place, allocating nothing per
+// element, and reports at most one missing bridge and one bad element per device:
+// the work is linear in the length of the path, however many elements it has.
 func (t *Topology) place(d *Device, hbs map[string]*HostBridge) {
-	elems := strings.Split(strings.Trim(d.Path, "/"), "/")
-	hbAt := -1
+	p := strings.Trim(d.Path, "/")
+	hbEnd := -1 // where the last pciDDDD:BB element ends
+	var name string
 	var dom uint32
 	var bus uint8
-	for i, e := range elems {
-		if dd, bb, ok := parseHostBridgeName(e); ok {
-			hbAt, dom, bus = i, dd, bb
+	for start := 0; start <= len(p); {
+		end := strings.IndexByte(p[start:], '/')
+		if end < 0 {
+			end = len(p)
+		} else {
+			end += start
 		}
+		if dd, bb, ok := parseHostBridgeName(p[start:end]); ok {
+			hbEnd, name, dom, bus = end, p[start:end], dd, bb
+		}
+		start = end + 1
 	}
-	if hbAt < 0 {
+	if hbEnd < 0 {
 		t.fail(d.Address, fmt.Errorf("no host bridge in sysfs path %q", d.Path))
 		return
 	}
-	chain := elems[hbAt+1:]
-	if len(chain) == 0 || chain[len(chain)-1] != d.Address.String() {
+	chain := ""
+	if hbEnd < len(p) {
+		chain = p[hbEnd+1:]
+	}
+	above, own := "", chain
+	if i := strings.LastIndexByte(chain, '/'); i >= 0 {
+		above, own = chain[:i], chain[i+1:]
+	}
+	if own != d.Address.String() {
 		t.fail(d.Address, fmt.Errorf("sysfs path %q does not end in the function's address", d.Path))
 		return
 	}
-	name := elems[hbAt]
 	hb := hbs[name]
 	if hb == nil {
 		hb = &HostBridge{Name: name, Domain: dom, Bus: bus}
 		hbs[name] = hb
 	}
 	d.HostBridge = hb
-	if len(chain) == 1 {
+	if above == "" {
 		hb.Devices = append(hb.Devices, d)
 		return
 	}
-	for i := len(chain) - 2; i >= 0; i-- {
-		a, err := ParseAddress(chain[i])
+	var missing, bad int
+	var firstMissing Address
+	var firstBad error
+	for above != "" {
+		el := above
+		if i := strings.LastIndexByte(above, '/'); i >= 0 {
+			el, above = above[i+1:], above[:i]
+		} else {
+			above = ""
+		}
+		a, err := ParseAddress(el)
 		if err != nil {
-			t.fail(d.Address, fmt.Errorf("sysfs path %q: %w", d.Path, err))
+			if bad == 0 {
+				firstBad = err
+			}
+			bad++
 			continue
 		}
 		if p := t.byAddr[a]; p != nil && p != d {
@@ -216,9 +244,26 @@ func (t *Topology) place(d *Device, hbs map[string]*HostBridge) {
 			p.Children = append(p.Children, d)
 			break
 		}
+		if missing == 0 {
+			firstMissing = a
+		}
+		missing++
 		d.PathIncomplete = true
-		t.fail(d.Address, fmt.Errorf("bridge %s of its sysfs path is missing", a))
 	}
+	if bad > 0 {
+		t.fail(d.Address, fmt.Errorf("sysfs path %q: %w%s", d.Path, firstBad, andMore(bad)))
+	}
+	if missing > 0 {
+		t.fail(d.Address, fmt.Errorf("bridge %s of its sysfs path is missing%s", firstMissing, andMore(missing)))
+	}
+}
+
+// andMore says how many more problems of a kind there were after the first of n.
+func andMore(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d more above it)", n-1)
 }
 
 // parseHostBridgeName parses a host bridge directory name, pciDDDD:BB (the domain
@@ -281,64 +326,69 @@ func (t *Topology) breakCycles() {
 	}
 }
 
-// fillAncestors precomputes every device's Upstream() chain into one backing array,
-// so pair queries walk slices instead of pointers.
-func (t *Topology) fillAncestors() {
-	depth := make(map[*Device]int, len(t.Devices))
-	var depthOf func(d *Device) int
-	depthOf = func(d *Device) int {
-		if n, ok := depth[d]; ok {
-			return n
-		}
-		n := 0
-		if u := d.Upstream(); u != nil {
-			n = depthOf(u) + 1
-		}
-		depth[d] = n
-		return n
-	}
-	total := 0
+// fillDepths sets every device's depth, the length of its Upstream() chain, visiting
+// each device once: work and memory are linear in the number of devices however deep
+// the tree (a chain of N bridges would cost N²/2 if every device stored its chain).
+// It runs after breakCycles, so every chain ends.
+func (t *Topology) fillDepths() {
 	for _, d := range t.Devices {
-		total += depthOf(d)
+		d.depth = -1
 	}
-	backing := make([]*Device, total)
+	var walk []*Device
 	for _, d := range t.Devices {
-		n := depth[d]
-		d.ancestors, backing = backing[:n:n], backing[n:]
-		for i, u := 0, d.Upstream(); u != nil; i, u = i+1, u.Upstream() {
-			d.ancestors[i] = u
+		walk = walk[:0]
+		x := d
+		for x != nil && x.depth < 0 {
+			walk = append(walk, x)
+			x = x.Upstream()
+		}
+		n := -1 // the depth of x; a root bus is one step below nothing
+		if x != nil {
+			n = x.depth
+		}
+		for i := len(walk) - 1; i >= 0; i-- {
+			n++
+			walk[i].depth = n
 		}
 	}
 }
 
 // Ancestors returns the bridges above d, nearest first, as repeated Upstream()
-// calls give them: a VF's chain starts at its PF's parent. It is computed once by
-// NewTopology; callers must not modify it.
-func (d *Device) Ancestors() []*Device { return d.ancestors }
+// calls give them: a VF's chain starts at its PF's parent. Each call builds a new
+// slice; [CommonUpstream] and [Topology.Path] walk the chain without one.
+func (d *Device) Ancestors() []*Device {
+	out := make([]*Device, 0, d.depth)
+	for u := d.Upstream(); u != nil; u = u.Upstream() {
+		out = append(out, u)
+	}
+	return out
+}
+
+// Depth returns the number of bridges above d, len(Ancestors()).
+func (d *Device) Depth() int { return d.depth }
 
 // CommonUpstream returns the nearest device that is a or one of a's ancestors and
 // also b or one of b's ancestors, which is where the kernel's
 // calc_map_type_and_dist() (drivers/pci/p2pdma.c) stops, and the number of
 // Upstream() steps from a and from b to it. With no common device, common is nil and
 // the steps are the whole chain lengths, len(Ancestors())+1, as the kernel counts
-// them. It does not allocate.
+// them. It does not allocate, and its work is the length of the longer chain.
 func CommonUpstream(a, b *Device) (common *Device, distA, distB int) {
-	// Chain k of x is x itself for k == 0 and x.ancestors[k-1] after it. Devices
-	// shared by both chains form the same tail of each, so compare from the
-	// root-bus ends and keep the last match.
-	at := func(x *Device, k int) *Device {
-		if k == 0 {
-			return x
-		}
-		return x.ancestors[k-1]
+	// A device shared by both chains is at the same depth in each: climb the
+	// deeper chain to the other's depth, then both together until they meet.
+	x, y := a, b
+	for x.depth > y.depth {
+		x, distA = x.Upstream(), distA+1
 	}
-	distA, distB = len(a.ancestors)+1, len(b.ancestors)+1
-	for ka, kb := len(a.ancestors), len(b.ancestors); ka >= 0 && kb >= 0; ka, kb = ka-1, kb-1 {
-		x := at(a, ka)
-		if x != at(b, kb) {
-			break
-		}
-		common, distA, distB = x, ka, kb
+	for y.depth > x.depth {
+		y, distB = y.Upstream(), distB+1
 	}
-	return common, distA, distB
+	for x != y {
+		x, y = x.Upstream(), y.Upstream()
+		distA, distB = distA+1, distB+1
+	}
+	if x == nil {
+		return nil, a.depth + 1, b.depth + 1
+	}
+	return x, distA, distB
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -735,5 +736,36 @@ func TestVFConfig(t *testing.T) {
 	}
 	if acs, known := d.ACS(); !known || acs == nil || acs.Control != 0 {
 		t.Errorf("VF ACS = %+v, known %v; want control 0, known", acs, known)
+	}
+}
+
+// TestDeepChainLinear builds a chain of bridges, each below the one before, as a
+// hostile snapshot can: depths, Ancestors and CommonUpstream must be right, and
+// building the tree must cost memory linear in the functions (storing every chain
+// would be quadratic). Allocation is measured in bytes, never in time.
+func TestDeepChainLinear(t *testing.T) {
+	const n = 2000
+	recs := make([]Record, n)
+	p := "pci0000:00"
+	for i := range recs {
+		p += fmt.Sprintf("/%04x:%02x:%02x.%d", i>>8, i&0xff, 0, 0)
+		recs[i] = rec(p, 0x060400, nil)
+	}
+	var top *Topology
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	top = NewTopology(recs)
+	runtime.ReadMemStats(&after)
+	// The paths alone are quadratic in a chain; what NewTopology allocates must not be.
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(n*2048); got > limit {
+		t.Errorf("NewTopology allocated %d bytes for a chain of %d, want at most %d", got, n, limit)
+	}
+	last := top.Devices[n-1]
+	if last.Depth() != n-1 || len(last.Ancestors()) != n-1 {
+		t.Errorf("depth %d, %d ancestors; want %d", last.Depth(), len(last.Ancestors()), n-1)
+	}
+	if c, da, db := CommonUpstream(last, top.Devices[n/2]); c != top.Devices[n/2] || da != n-1-n/2 || db != 0 {
+		t.Errorf("CommonUpstream = %v %d %d", c, da, db)
 	}
 }

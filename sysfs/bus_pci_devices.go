@@ -48,20 +48,26 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, pathErr("readdir", busPCIDevices, err))
 	}
-	fns := make([]function, 0, len(names))
+	fns := make([]function, 0, min(len(names), fsys.budget.Functions+1))
 	for _, name := range names {
 		a, err := pcie.ParseAddress(name)
 		if err != nil || a.String() != name {
 			continue // not a function: sysfs names them canonically
+		}
+		if len(fns) == fsys.budget.Functions {
+			return nil, pathErr("readdir", busPCIDevices, overBudget("Functions", int64(fsys.budget.Functions), "PCI functions"))
 		}
 		fns = append(fns, function{rec: pcie.Record{Address: a}})
 	}
 	slices.SortFunc(fns, func(x, y function) int { return x.rec.Address.Compare(y.rec.Address) })
 	parallel(len(fns), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			resolveFunction(bus, &fns[i])
+			resolveFunction(bus, &fns[i], fsys.budget.PCIDepth)
 		}
 	})
+	if err := budgetError(fns); err != nil {
+		return nil, err
+	}
 	// Directory order puts every bridge before the functions below it; each worker
 	// takes a contiguous run of it, so the directories it keeps open are shared by
 	// the functions it reads.
@@ -80,6 +86,9 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 		}
 	})
 	fsys.virtFnIDs(fns)
+	if err := budgetError(fns); err != nil {
+		return nil, err
+	}
 	recs := make([]pcie.Record, len(fns))
 	for i := range fns {
 		recs[i] = fns[i].rec
@@ -87,9 +96,21 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 	return recs, nil
 }
 
+// budgetError returns the first error of fns that went past a budget: it stops the
+// whole read, where any other error degrades only its own function.
+func budgetError(fns []function) error {
+	for i := range fns {
+		if err := fns[i].rec.Err; errors.Is(err, ErrBudget) {
+			return fmt.Errorf("sysfs: %s: %w", fns[i].rec.Address, err)
+		}
+	}
+	return nil
+}
+
 // resolveFunction resolves the /sys/bus/pci/devices link of f, listed in bus, to its
-// directory below /sys/devices.
-func resolveFunction(bus tree, f *function) {
+// directory below /sys/devices. A directory with more than maxDepth bridges above
+// the function is a budget error (see Budget.PCIDepth).
+func resolveFunction(bus tree, f *function, maxDepth int) {
 	name := f.rec.Address.String()
 	link := join(busPCIDevices, name)
 	switch target, err := bus.readLink(name); {
@@ -102,6 +123,11 @@ func resolveFunction(bus tree, f *function) {
 		f.dir, f.rec.Err = resolveLexical(link, target)
 		if rel, ok := strings.CutPrefix(f.dir, sysDevices+"/"); ok {
 			f.rec.Path = rel
+			// pciDDDD:BB, the bridges, the function: every element past two
+			// is a bridge (or a device between them, which only shortens it).
+			if strings.Count(rel, "/")-1 > maxDepth {
+				f.rec.Err = pathErr("readlink", link, overBudget("PCIDepth", int64(maxDepth), "bridges above a function"))
+			}
 		} else if f.rec.Err == nil {
 			f.rec.Err = pathErr("readlink", link, fmt.Errorf("target %q is not below /sys/devices", target))
 		}

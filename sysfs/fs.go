@@ -43,7 +43,7 @@ var (
 	errLoop      = errors.New("too many levels of symbolic links")
 	errNotDir    = errors.New("not a directory")
 	errIsDir     = errors.New("is a directory")
-	errNotFile   = errors.New("not a regular file")
+	errNotFile   = errors.New("not a regular file: a device node, FIFO or socket is never opened")
 	errNotLink   = errors.New("not a symbolic link")
 	errTooLarge  = errors.New("file larger than the read limit")
 	errEmptyName = errors.New("empty file name")
@@ -57,6 +57,16 @@ type FS struct {
 	// live is set when the root's sys is a mounted sysfs: config space is then read
 	// register by register (pcie.ReadConfig), and a copy of it in one read.
 	live bool
+	// budget bounds the read; see Budget.
+	budget Budget
+}
+
+// WithBudget returns fsys reading within the limits of b instead of [DefaultBudget].
+// For a snapshot, the limits on the archive itself are those it was loaded with
+// ([ReadSnapshotBudget]).
+func (fsys FS) WithBudget(b Budget) FS {
+	fsys.budget = b
+	return fsys
 }
 
 // NewFS returns an FS rooted at the directory root, which stands for "/". Reads are
@@ -74,7 +84,7 @@ func NewFS(root string) (FS, error) {
 	if err != nil {
 		return FS{}, fmt.Errorf("sysfs: root: %w", err)
 	}
-	return FS{t: dirTree{r: r}, live: isSysfs(filepath.Join(root, "sys"))}, nil
+	return FS{t: dirTree{r: r}, live: isSysfs(filepath.Join(root, "sys")), budget: DefaultBudget}, nil
 }
 
 // Close releases the directory an FS made by [NewFS] holds open. It does nothing for a

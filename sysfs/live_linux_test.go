@@ -69,7 +69,7 @@ func TestLive(t *testing.T) {
 		len(plat.IOMMUGroups), plat.IOMMUUnits, plat.KernelConfig.Value("CONFIG_PCI_P2PDMA"), plat.KernelConfig.Source)
 
 	var buf bytes.Buffer
-	sum, err := WriteSnapshot(live, &buf)
+	sum, err := WriteSnapshotOptions(live, &buf, CaptureOptions{NoRedact: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,36 +12,28 @@ import (
 	"strings"
 )
 
-// snapshotLimits bound a snapshot being loaded. A snapshot may come from anywhere (a
-// bug report), so it is read as hostile input.
-type snapshotLimits struct {
-	members    int   // tar members
-	memberSize int64 // bytes in one member
-	total      int64 // bytes of member data in all
-}
-
-var defaultLimits = snapshotLimits{
-	members:    100_000,
-	memberSize: procLimit, // the largest file a capture stores
-	total:      256 << 20,
-}
-
 // OpenSnapshot loads the gzip'd tar file at path, written by [WriteSnapshot] or by hand
 // from a root's sys/, proc/ and dev/ trees, into an FS held in memory.
 func OpenSnapshot(path string) (FS, error) {
+	return OpenSnapshotBudget(path, DefaultBudget)
+}
+
+// OpenSnapshotBudget is [OpenSnapshot] within the limits of b.
+func OpenSnapshotBudget(path string, b Budget) (FS, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return FS{}, fmt.Errorf("sysfs: snapshot: %w", err)
 	}
 	defer f.Close()
-	fsys, err := ReadSnapshot(bufio.NewReader(f))
+	fsys, err := ReadSnapshotBudget(bufio.NewReader(f), b)
 	if err != nil {
 		return FS{}, fmt.Errorf("%w (in %s)", err, path)
 	}
 	return fsys, nil
 }
 
-// ReadSnapshot loads a gzip'd tar from r into an FS held in memory.
+// ReadSnapshot loads a gzip'd tar from r into an FS held in memory, within
+// [DefaultBudget].
 //
 // Member names are taken relative to "/" with any leading "./" removed. Members may be
 // directories, regular files, symbolic links and device nodes; absolute names, names
@@ -49,81 +41,118 @@ func OpenSnapshot(path string) (FS, error) {
 // targets are kept as stored and checked when they are followed: one that leads outside
 // the snapshot is an error then. A member with the name of an earlier one replaces it,
 // as tar extraction does, except that a directory and a non-directory never replace
-// each other. The snapshot may hold at most 100,000 members, 4 MiB in one member and
-// 256 MiB in all.
+// each other. Past a limit of the budget (decompressed bytes, members, sizes, name and
+// link lengths, depth) the error wraps [ErrBudget].
 func ReadSnapshot(r io.Reader) (FS, error) {
-	return readSnapshot(r, defaultLimits)
+	return ReadSnapshotBudget(r, DefaultBudget)
 }
 
-func readSnapshot(r io.Reader, lim snapshotLimits) (FS, error) {
+// ReadSnapshotBudget is [ReadSnapshot] within the limits of b.
+func ReadSnapshotBudget(r io.Reader, b Budget) (FS, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return FS{}, fmt.Errorf("sysfs: snapshot: %w", err)
 	}
 	defer zr.Close()
+	// Counting what gzip hands to tar counts every header and extension record:
+	// tar reads PAX and GNU long-name records itself, before Next returns.
+	cr := &countingReader{r: zr, limit: b.Bytes}
 	root := &memNode{mode: fs.ModeDir | 0o755, children: map[string]*memNode{}}
-	tr := tar.NewReader(zr)
-	var members int
-	var total int64
+	l := loader{root: root, budget: b, nodes: 1}
+	tr := tar.NewReader(cr)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if cr.err != nil {
+			err = cr.err // whatever tar made of it
+		}
 		if err != nil {
-			return FS{}, fmt.Errorf("sysfs: snapshot: after %d members: %w", members, err)
+			return FS{}, fmt.Errorf("sysfs: snapshot: after %d members: %w", l.members, err)
 		}
-		members++
-		if members > lim.members {
-			return FS{}, fmt.Errorf("sysfs: snapshot: more than %d members", lim.members)
-		}
-		bad := func(err error) error {
-			return fmt.Errorf("sysfs: snapshot: member %q: %w", hdr.Name, err)
-		}
-		name, err := memberName(hdr.Name)
-		if err != nil {
-			return FS{}, bad(err)
-		}
-		n := &memNode{mode: fs.FileMode(hdr.Mode) & fs.ModePerm}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			n.mode |= fs.ModeDir
-			n.children = map[string]*memNode{}
-		case tar.TypeReg:
-			if hdr.Size < 0 || hdr.Size > lim.memberSize {
-				return FS{}, bad(fmt.Errorf("size %d is over the limit of %d bytes", hdr.Size, lim.memberSize))
+		if err := l.add(hdr, tr); err != nil {
+			if cr.err != nil {
+				err = cr.err
 			}
-			total += hdr.Size
-			if total > lim.total {
-				return FS{}, bad(fmt.Errorf("snapshot holds more than %d bytes", lim.total))
-			}
-			n.data = make([]byte, hdr.Size)
-			if _, err := io.ReadFull(tr, n.data); err != nil {
-				return FS{}, bad(err)
-			}
-		case tar.TypeSymlink:
-			if hdr.Linkname == "" {
-				return FS{}, bad(errors.New("link without a target"))
-			}
-			n.mode |= fs.ModeSymlink
-			n.target = hdr.Linkname
-		case tar.TypeChar, tar.TypeBlock:
-			n.mode |= fs.ModeDevice
-			if hdr.Typeflag == tar.TypeChar {
-				n.mode |= fs.ModeCharDevice
-			}
-			if hdr.Devmajor < 0 || hdr.Devmajor > 0xfff || hdr.Devminor < 0 || hdr.Devminor > 0xfffff {
-				return FS{}, bad(fmt.Errorf("device number %d:%d out of range", hdr.Devmajor, hdr.Devminor))
-			}
-			n.major, n.minor = uint32(hdr.Devmajor), uint32(hdr.Devminor)
-		default:
-			return FS{}, bad(fmt.Errorf("unsupported member type %q", hdr.Typeflag))
-		}
-		if err := insert(root, name, n); err != nil {
-			return FS{}, bad(err)
+			return FS{}, fmt.Errorf("sysfs: snapshot: member %q: %w", shorten(hdr.Name), err)
 		}
 	}
-	return FS{t: memTree{root: root}}, nil
+	w := &walkBudget{total: b.WalkElements, perWalk: b.LinkElements}
+	return FS{t: memTree{root: root, work: w}, budget: b}, nil
+}
+
+// shorten cuts a hostile member name for an error message.
+func shorten(name string) string {
+	const max = 200
+	if len(name) <= max {
+		return name
+	}
+	return name[:max] + fmt.Sprintf("... (%d bytes)", len(name))
+}
+
+// loader builds the tree of a snapshot member by member.
+type loader struct {
+	root    *memNode
+	budget  Budget
+	members int   // tar members read
+	nodes   int   // tree nodes made, implied parents included
+	data    int64 // bytes of regular files kept
+}
+
+// add checks one member and places it in the tree.
+func (l *loader) add(hdr *tar.Header, tr io.Reader) error {
+	b := l.budget
+	l.members++
+	switch {
+	case len(hdr.Name) > b.NameLen:
+		return overBudget("NameLen", int64(b.NameLen), "bytes in a member name")
+	case len(hdr.Linkname) > b.LinkTargetLen:
+		return overBudget("LinkTargetLen", int64(b.LinkTargetLen), "bytes in a link target")
+	}
+	name, err := memberName(hdr.Name)
+	if err != nil {
+		return err
+	}
+	if d := strings.Count(name, "/") + 1; d > b.PathDepth {
+		return overBudget("PathDepth", int64(b.PathDepth), "elements in a member name")
+	}
+	n := &memNode{mode: fs.FileMode(hdr.Mode) & fs.ModePerm}
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		n.mode |= fs.ModeDir
+		n.children = map[string]*memNode{}
+	case tar.TypeReg:
+		if hdr.Size < 0 || hdr.Size > b.MemberSize {
+			return overBudget("MemberSize", b.MemberSize, fmt.Sprintf("bytes in one file (this one has %d)", hdr.Size))
+		}
+		l.data += hdr.Size
+		if l.data > b.Data {
+			return overBudget("Data", b.Data, "bytes of file data")
+		}
+		n.data = make([]byte, hdr.Size)
+		if _, err := io.ReadFull(tr, n.data); err != nil {
+			return err
+		}
+	case tar.TypeSymlink:
+		if hdr.Linkname == "" {
+			return errors.New("link without a target")
+		}
+		n.mode |= fs.ModeSymlink
+		n.target = hdr.Linkname
+	case tar.TypeChar, tar.TypeBlock:
+		n.mode |= fs.ModeDevice
+		if hdr.Typeflag == tar.TypeChar {
+			n.mode |= fs.ModeCharDevice
+		}
+		if hdr.Devmajor < 0 || hdr.Devmajor > 0xfff || hdr.Devminor < 0 || hdr.Devminor > 0xfffff {
+			return fmt.Errorf("device number %d:%d out of range", hdr.Devmajor, hdr.Devminor)
+		}
+		n.major, n.minor = uint32(hdr.Devmajor), uint32(hdr.Devminor)
+	default:
+		return fmt.Errorf("unsupported member type %q", hdr.Typeflag)
+	}
+	return l.insert(name, n)
 }
 
 // memberName checks a tar member name and returns it as a clean root-relative name,
@@ -142,7 +171,7 @@ func memberName(raw string) (string, error) {
 	case strings.ContainsRune(name, 0):
 		return "", errors.New("name holds a NUL byte")
 	}
-	for _, el := range strings.Split(name, "/") {
+	for el := range strings.SplitSeq(name, "/") {
 		switch el {
 		case "..":
 			return "", errors.New("name leads outside the snapshot")
@@ -153,20 +182,36 @@ func memberName(raw string) (string, error) {
 	return name, nil
 }
 
-// insert places n at name below root, creating missing parent directories.
-func insert(root *memNode, name string, n *memNode) error {
+// insert places n at name below the root, creating missing parent directories;
+// every node made counts against Budget.Members.
+func (l *loader) insert(name string, n *memNode) error {
 	if name == "." {
 		if !n.isDir() {
 			return errors.New("the root must be a directory")
 		}
-		root.mode = n.mode
+		l.root.mode = n.mode
 		return nil
 	}
-	dir := root
-	els := strings.Split(name, "/")
-	for _, el := range els[:len(els)-1] {
+	grow := func() error {
+		l.nodes++
+		if l.nodes > l.budget.Members {
+			return overBudget("Members", int64(l.budget.Members), "files, links and directories")
+		}
+		return nil
+	}
+	dir := l.root
+	rest := name
+	for {
+		el, after, more := strings.Cut(rest, "/")
+		if !more {
+			break
+		}
+		rest = after
 		c, ok := dir.children[el]
 		if !ok {
+			if err := grow(); err != nil {
+				return err
+			}
 			c = &memNode{mode: fs.ModeDir | 0o755, children: map[string]*memNode{}}
 			dir.children[el] = c
 		}
@@ -175,17 +220,19 @@ func insert(root *memNode, name string, n *memNode) error {
 		}
 		dir = c
 	}
-	base := els[len(els)-1]
-	old, ok := dir.children[base]
+	old, ok := dir.children[rest]
 	switch {
 	case !ok:
-		dir.children[base] = n
+		if err := grow(); err != nil {
+			return err
+		}
+		dir.children[rest] = n
 	case old.isDir() && n.isDir():
 		old.mode = n.mode // keep the children already loaded
 	case old.isDir() != n.isDir():
 		return errors.New("a directory and a non-directory share the name")
 	default:
-		dir.children[base] = n
+		dir.children[rest] = n
 	}
 	return nil
 }

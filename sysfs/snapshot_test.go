@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,16 +22,17 @@ func TestReadSnapshotHostile(t *testing.T) {
 	for i := range many {
 		many[i] = directory(fmt.Sprintf("d%d/", i))
 	}
-	small := snapshotLimits{members: 100, memberSize: 1 << 10, total: 4 << 10}
+	small := DefaultBudget
+	small.Members, small.MemberSize, small.Data = 100, 1<<10, 4<<10
 	tests := []struct {
 		name    string
 		archive []byte
 		wantErr string
 	}{
-		{"huge member", tarGz(t, []entry{file("big", strings.Repeat("x", 1025))}), "over the limit of 1024 bytes"},
-		{"too many members", tarGz(t, many), "more than 100 members"},
+		{"huge member", tarGz(t, []entry{file("big", strings.Repeat("x", 1025))}), "more than 1024 bytes in one file (this one has 1025) (Budget.MemberSize)"},
+		{"too many members", tarGz(t, many), "more than 100 files, links and directories (Budget.Members)"},
 		{"too much data", tarGz(t, []entry{file("1", strings.Repeat("x", 1024)), file("2", strings.Repeat("x", 1024)),
-			file("3", strings.Repeat("x", 1024)), file("4", strings.Repeat("x", 1024)), file("5", "x")}), "more than 4096 bytes"},
+			file("3", strings.Repeat("x", 1024)), file("4", strings.Repeat("x", 1024)), file("5", "x")}), "more than 4096 bytes of file data (Budget.Data)"},
 		{"absolute name", tarGz(t, []entry{file("/etc/passwd", "x")}), `"/etc/passwd": absolute name`},
 		{"traversal", tarGz(t, []entry{file("sys/../../etc/passwd", "x")}), "leads outside"},
 		{"dot-dot only", tarGz(t, []entry{file("..", "x")}), "leads outside"},
@@ -47,7 +49,7 @@ func TestReadSnapshotHostile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := readSnapshot(bytes.NewReader(tt.archive), small)
+			_, err := ReadSnapshotBudget(bytes.NewReader(tt.archive), small)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "sysfs: ") {
 				t.Errorf("err = %v, want a sysfs error containing %q", err, tt.wantErr)
 			}
@@ -58,10 +60,6 @@ func TestReadSnapshotHostile(t *testing.T) {
 // TestReadSnapshotDefaultLimits checks the documented limits and that a member
 // declared larger than the default limit is refused before its data is read.
 func TestReadSnapshotDefaultLimits(t *testing.T) {
-	want := snapshotLimits{members: 100_000, memberSize: 4 << 20, total: 256 << 20}
-	if defaultLimits != want {
-		t.Errorf("defaultLimits = %+v, want %+v", defaultLimits, want)
-	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
@@ -70,7 +68,7 @@ func TestReadSnapshotDefaultLimits(t *testing.T) {
 	}
 	zw.Close()
 	_, err := ReadSnapshot(&buf)
-	if err == nil || !strings.Contains(err.Error(), `member "big": size 1099511627776 is over the limit`) {
+	if err == nil || !strings.Contains(err.Error(), `member "big": over budget: more than 4194304 bytes in one file (this one has 1099511627776)`) || !errors.Is(err, ErrBudget) {
 		t.Errorf("err = %v, want the member size limit", err)
 	}
 }
@@ -435,7 +433,7 @@ func FuzzReadSnapshot(f *testing.F) {
 		// snapshot without /sys/bus/pci/devices fails PCIRecords: nothing to check.
 		recs, _ := fsys.PCIRecords()
 		for _, r := range recs {
-			if strings.HasPrefix(r.Path, "/") || strings.Contains(r.Path, "..") {
+			if strings.HasPrefix(r.Path, "/") || slices.Contains(strings.Split(r.Path, "/"), "..") {
 				t.Fatalf("record path %q leaves /sys/devices", r.Path)
 			}
 		}
@@ -515,5 +513,78 @@ func TestTreesAgree(t *testing.T) {
 	}
 	if diff := cmp.Diff(mem, run(dirFS)); diff != "" {
 		t.Errorf("trees disagree (-snapshot +dir):\n%s", diff)
+	}
+}
+
+// TestRedaction captures a tree with a Device Serial Number capability, vpd and
+// serial_number files and the host name in the kernel command line: by default the
+// serial is zeroed, the files are left out and the name replaced as a word only, and
+// the manifest says so; with NoRedact everything is kept.
+func TestRedaction(t *testing.T) {
+	cfg := make([]byte, 4096)
+	copy(cfg, []byte{0xde, 0x10, 0x35, 0x23})
+	cfg[0x06] = 0x10 // status: capability list
+	cfg[0x34] = 0x40
+	cfg[0x40], cfg[0x42] = 0x10, 0x02 // PCI Express, endpoint, no next
+	// AER at 0x100, then DSN at 0x140 with serial 0x0102030405060708.
+	copy(cfg[0x100:], []byte{0x01, 0x00, 0x01, 0x14})
+	copy(cfg[0x140:], []byte{0x03, 0x00, 0x01, 0x00, 1, 2, 3, 4, 5, 6, 7, 8})
+	dev := "sys/devices/pci0000:00/0000:00:01.0/"
+	entries := []entry{
+		symlink("sys/bus/pci/devices/0000:00:01.0", "../../../devices/pci0000:00/0000:00:01.0"),
+		file(dev+"config", string(cfg)),
+		file(dev+"vpd", "PN serial"),
+		file(dev+"serial_number", "01-02-03-04-05-06-07-08\n"),
+		file(dev+"vendor", "0x10de\n"),
+		file("proc/cmdline", "ip=::::gpu-node-7:eth0 console=gpu-node-7x\n"),
+		file("proc/sys/kernel/hostname", "gpu-node-7\n"),
+	}
+	fsys, err := ReadSnapshot(bytes.NewReader(tarGz(t, entries)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		opt      CaptureOptions
+		serial   []byte
+		files    bool
+		cmdline  string
+		manifest Manifest
+	}{
+		{CaptureOptions{}, make([]byte, 8), false, "ip=::::redacted-hostname:eth0 console=gpu-node-7x\n",
+			Manifest{Redacted: []string{"device_serial_number", "vpd", "serial_number", "hostname"}}},
+		{CaptureOptions{NoRedact: true}, []byte{1, 2, 3, 4, 5, 6, 7, 8}, true, "ip=::::gpu-node-7:eth0 console=gpu-node-7x\n",
+			Manifest{Redacted: []string{}, Hostname: "gpu-node-7"}},
+	} {
+		var buf bytes.Buffer
+		sum, err := WriteSnapshotOptions(fsys, &buf, tt.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := ReadSnapshot(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := snap.readFile(dev+"config", configLimit)
+		if !bytes.Equal(b[0x144:0x14c], tt.serial) || len(b) != 4096 {
+			t.Errorf("%+v: serial % x, want % x", tt.opt, b[0x144:0x14c], tt.serial)
+		}
+		for _, f := range []string{"vpd", "serial_number"} {
+			if _, err := snap.readFile(dev+f, attrLimit); (err == nil) != tt.files {
+				t.Errorf("%+v: %s captured: %v", tt.opt, f, err == nil)
+			}
+		}
+		if b, _ := snap.readFile("proc/cmdline", attrLimit); string(b) != tt.cmdline {
+			t.Errorf("%+v: cmdline %q, want %q", tt.opt, b, tt.cmdline)
+		}
+		m, err := snap.Manifest()
+		if err != nil || m == nil {
+			t.Fatalf("manifest: %v, %v", m, err)
+		}
+		if diff := cmp.Diff(tt.manifest, *m); diff != "" {
+			t.Errorf("%+v: manifest (-want +got):\n%s", tt.opt, diff)
+		}
+		if diff := cmp.Diff(tt.manifest, sum.Manifest); diff != "" {
+			t.Errorf("%+v: summary's manifest (-want +got):\n%s", tt.opt, diff)
+		}
 	}
 }

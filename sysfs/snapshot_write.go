@@ -24,9 +24,28 @@ type SnapshotSummary struct {
 	// Skipped holds one error, naming the path, per file that exists but could not
 	// be read and was left out (a file only root may read, for example).
 	Skipped []error
+	// Manifest is what the snapshot's manifest member records.
+	Manifest Manifest
 }
 
-// WriteSnapshot captures what p2pkit reads from src as a gzip'd tar on w, in the
+// CaptureOptions tune [WriteSnapshotOptions].
+type CaptureOptions struct {
+	// NoRedact keeps what identifies the machine or its parts: the Device Serial
+	// Number capability's serial, the vpd and serial_number files, the host name.
+	NoRedact bool
+	// NVML is a JSON document of the NVML facts p2pcheck used on this machine,
+	// stored as p2pkit/nvml.json (see [FS.RecordedNVML]); nil stores none. The
+	// caller redacts it (GPU UUIDs) unless NoRedact; the manifest lists "gpu_uuid".
+	NVML []byte
+}
+
+// WriteSnapshot is [WriteSnapshotOptions] with the default options: redacted, no
+// NVML facts.
+func WriteSnapshot(src FS, w io.Writer) (SnapshotSummary, error) {
+	return WriteSnapshotOptions(src, w, CaptureOptions{})
+}
+
+// WriteSnapshotOptions captures what p2pkit reads from src as a gzip'd tar on w, in the
 // snapshot format of DESIGN.md: members named sys/..., proc/..., dev/... and boot/...
 // as on the live system, links kept as links with their relative targets.
 //
@@ -36,26 +55,33 @@ type SnapshotSummary struct {
 // read), the driver, iommu_group, physfn and virtfnN links, the p2pmem/ attributes and
 // the names under net/, infiniband/ and nvme/ (as empty directories). It never reads a
 // file that maps or touches device memory or has effects on read: the BAR files
-// resource<N> and resource<N>_wc, rom, vpd and p2pmem/allocate (stored empty, for its
+// resource<N> and resource<N>_wc, rom and p2pmem/allocate (stored empty, for its
 // presence) are left out or not read, and so are write-only files (remove, rescan,
-// reset), driver_override and serial_number. The sriov_* attributes are read: their show routines
+// reset) and driver_override. The sriov_* attributes are read: their show routines
 // only report cached values (drivers/pci/iov.c).
+//
+// Unless opt.NoRedact is set, the snapshot is redacted (see [Manifest]): vpd and
+// serial_number are not read, the serial of every Device Serial Number capability in
+// config is zeroed, and the host name (/proc/sys/kernel/hostname) is replaced in
+// /proc/cmdline and /proc/version.
 //
 // It also stores /proc/cpuinfo, cmdline, version, modules and devices,
 // /proc/driver/nvidia/{version,params}, /proc/driver/gdrdrv/params, /proc/config.gz
 // or else /boot/config-<release>, /sys/kernel/iommu_groups/*/type, the /sys/class/iommu
 // links, /sys/kernel/mm/memory_peers/*/version and the /dev/gdrdrv and /dev/nvidia*
-// nodes (type, mode and device number only), each when present.
+// nodes (type, mode and device number only), each when present, and the manifest,
+// p2pkit/manifest.json.
 //
 // A file that cannot be read is left out and listed in the summary; the capture goes
 // on. The error is non-nil only when writing to w fails. Output is deterministic:
 // members are sorted by name and carry no time stamps.
-func WriteSnapshot(src FS, w io.Writer) (SnapshotSummary, error) {
-	c := &capture{src: src, members: map[string]*member{}, seen: map[string]bool{}}
+func WriteSnapshotOptions(src FS, w io.Writer, opt CaptureOptions) (SnapshotSummary, error) {
+	c := &capture{src: src, members: map[string]*member{}, seen: map[string]bool{}, redact: !opt.NoRedact}
 	c.pciFunctions()
 	c.procFiles()
 	c.platformFiles()
 	c.devNodes()
+	c.finish(opt)
 	return c.write(w)
 }
 
@@ -69,10 +95,12 @@ type member struct {
 }
 
 type capture struct {
-	src     FS
-	members map[string]*member
-	seen    map[string]bool // device directories already captured
-	skipped []error
+	src      FS
+	members  map[string]*member
+	seen     map[string]bool // device directories already captured
+	skipped  []error
+	redact   bool
+	manifest Manifest
 }
 
 func (c *capture) skip(err error) { c.skipped = append(c.skipped, err) }
@@ -164,7 +192,12 @@ func (c *capture) deviceDir(dir string) {
 		name := join(dir, e.name)
 		switch {
 		case e.typ == 0:
-			if !neverRead(e.name) {
+			switch {
+			case neverRead(e.name):
+			case c.redact && identifying(e.name):
+			case e.name == "config":
+				c.config(name)
+			default:
 				c.file(name, captureLimit)
 			}
 		case e.typ&fs.ModeSymlink != 0:
@@ -184,12 +217,10 @@ func (c *capture) deviceDir(dir string) {
 
 // neverRead reports the attribute files a capture must not read: BARs mapped through
 // sysfs (pci-sysfs.c pci_create_attr: resource<N>, resource<N>_wc), the expansion ROM,
-// VPD (slow, and hangs some devices), driver_override, the write-only remove, rescan
-// and reset, and serial_number (the Device Serial Number, which identifies the part
-// in a capture meant to be shared).
+// driver_override and the write-only remove, rescan and reset.
 func neverRead(name string) bool {
 	switch name {
-	case "rom", "vpd", "driver_override", "remove", "rescan", "reset", "serial_number":
+	case "rom", "driver_override", "remove", "rescan", "reset":
 		return true
 	}
 	if n, ok := strings.CutPrefix(name, "resource"); ok && n != "" {
@@ -323,7 +354,7 @@ func (c *capture) devNodes() {
 
 // write emits the members sorted by name, so parents precede their children.
 func (c *capture) write(w io.Writer) (SnapshotSummary, error) {
-	sum := SnapshotSummary{Skipped: c.skipped}
+	sum := SnapshotSummary{Skipped: c.skipped, Manifest: c.manifest}
 	names := make([]string, 0, len(c.members))
 	for n := range c.members {
 		names = append(names, n)

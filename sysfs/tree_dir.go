@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -17,9 +18,7 @@ type dirTree struct {
 }
 
 func (t dirTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
-	// openFlags keeps a FIFO or a terminal in a hostile tree from blocking or
-	// becoming the controlling terminal.
-	f, err := t.r.OpenFile(name, openFlags, 0)
+	f, err := t.openRegular(name)
 	if err != nil {
 		return 0, err
 	}
@@ -42,7 +41,7 @@ func (t dirTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
 }
 
 func (t dirTree) openReaderAt(name string) (readerAtCloser, int64, error) {
-	f, err := t.r.OpenFile(name, openFlags, 0)
+	f, err := t.openRegular(name)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -54,8 +53,59 @@ func (t dirTree) openReaderAt(name string) (readerAtCloser, int64, error) {
 	return f, fi.Size(), nil
 }
 
-func (t dirTree) readAll(name string, limit int) ([]byte, error) {
+// openRegular opens the regular file name for reading. Anything else is refused
+// before it is opened: opening a device node can have effects (a watchdog, a tape
+// rewinding) and a FIFO can block, and a hostile --root tree may hold either where
+// an attribute is expected. The type is checked again on the open file, in case
+// the name was replaced in between. openFlags keeps a FIFO or a terminal that got
+// through from blocking or becoming the controlling terminal.
+func (t dirTree) openRegular(name string) (*os.File, error) {
+	fi, err := t.r.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(fi.Mode())
+	}
 	f, err := t.r.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = notRegular(fi.Mode())
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// notRegular is errNotFile for a file of mode m.
+func notRegular(m fs.FileMode) error {
+	if m.IsDir() {
+		return errIsDir
+	}
+	return fmt.Errorf("%w (%s)", errNotFile, typeName(m))
+}
+
+// typeName names the type of a file that is not regular.
+func typeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "type " + m.Type().String()
+}
+
+func (t dirTree) readAll(name string, limit int) ([]byte, error) {
+	f, err := t.openRegular(name)
 	if err != nil {
 		return nil, err
 	}

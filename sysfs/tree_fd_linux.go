@@ -3,6 +3,7 @@ package sysfs
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -87,7 +88,7 @@ func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
 	if !simple(name) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
-	fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	fd, err := t.openRegular(name)
 	if errors.Is(err, unix.ELOOP) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
@@ -116,7 +117,7 @@ func (t *fdTree) openReaderAt(name string) (readerAtCloser, int64, error) {
 	if !simple(name) {
 		return t.openReaderAtRoot(name)
 	}
-	fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	fd, err := t.openRegular(name)
 	if errors.Is(err, unix.ELOOP) {
 		return t.openReaderAtRoot(name)
 	}
@@ -129,6 +130,63 @@ func (t *fdTree) openReaderAt(name string) (readerAtCloser, int64, error) {
 		return nil, 0, err
 	}
 	return preadFile(fd), st.Size, nil
+}
+
+// openRegular opens the single element name for reading if it is a regular file, as
+// dirTree.openRegular does: the type is looked at without opening (a device node
+// is never opened, a FIFO never waited on) and again on the open descriptor. A link
+// gives ELOOP, for the caller to hand to the os.Root fallback.
+func (t *fdTree) openRegular(name string) (int, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstatat(t.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, err
+		}
+		break
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return -1, unix.ELOOP
+	}
+	if err := regularMode(st.Mode); err != nil {
+		return -1, err
+	}
+	fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := regularMode(st.Mode); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// regularMode is nil for the st_mode of a regular file and the error for anything
+// else.
+func regularMode(mode uint32) error {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return nil
+	case unix.S_IFDIR:
+		return errIsDir
+	case unix.S_IFCHR:
+		return notRegular(fs.ModeDevice | fs.ModeCharDevice)
+	case unix.S_IFBLK:
+		return notRegular(fs.ModeDevice)
+	case unix.S_IFIFO:
+		return notRegular(fs.ModeNamedPipe)
+	case unix.S_IFSOCK:
+		return notRegular(fs.ModeSocket)
+	}
+	return notRegular(fs.ModeIrregular)
 }
 
 func (t *fdTree) openReaderAtRoot(name string) (r readerAtCloser, size int64, err error) {

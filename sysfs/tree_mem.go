@@ -23,9 +23,12 @@ func (n *memNode) isDir() bool { return n.mode.IsDir() }
 
 // memTree is a snapshot loaded into memory. It resolves links itself, with the same
 // rules os.Root applies to a directory: links are followed inside the tree only, at
-// most maxLinkHops of them per resolution.
+// most maxLinkHops of them per resolution. Every element a resolution visits, those a
+// link target splices in included, is counted against Budget.LinkElements and
+// Budget.WalkElements.
 type memTree struct {
 	root *memNode
+	work *walkBudget // shared by every tree of one snapshot; nil: unbounded
 }
 
 // walk returns the node name leads to, following a final link when follow is set.
@@ -33,7 +36,10 @@ func (t memTree) walk(name string, follow bool) (*memNode, error) {
 	if name == "" {
 		return nil, errEmptyName
 	}
-	parts := splitName(name)
+	parts, done := splitName(name) // done: the elements counted so far
+	if err := t.work.spend(0, done); err != nil {
+		return nil, err
+	}
 	stack := []*memNode{t.root} // the directories from the root to the current one
 	hops := 0
 	for i := 0; i < len(parts); i++ {
@@ -69,9 +75,15 @@ func (t memTree) walk(name string, follow bool) (*memNode, error) {
 				return nil, fmt.Errorf("%w: %q", errEscapes, n.target)
 			}
 			// Splice the target in place of this element; the directory stack
-			// stays at the link's directory.
-			rest := slices.Clone(parts[i+1:])
-			parts = append(splitName(n.target), rest...)
+			// stays at the link's directory. The elements spliced in and those
+			// moved behind them are counted as visited again.
+			target, cost := splitName(n.target)
+			rest := parts[i+1:]
+			if err := t.work.spend(done, cost+len(rest)); err != nil {
+				return nil, err
+			}
+			done += cost + len(rest)
+			parts = append(target, rest...)
 			i = -1
 			continue
 		}
@@ -83,9 +95,20 @@ func (t memTree) walk(name string, follow bool) (*memNode, error) {
 	return stack[len(stack)-1], nil
 }
 
-// splitName splits a slash-separated name into its elements, dropping empty ones.
-func splitName(name string) []string {
-	return strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
+// splitName splits a slash-separated name into its elements, dropping empty ones and
+// every "." but a final one (which makes a final link be followed). It also returns
+// the number of elements the name has, those dropped included: the work it stands for.
+func splitName(name string) (els []string, count int) {
+	for el := range strings.SplitSeq(name, "/") {
+		count++
+		if el != "" && el != "." {
+			els = append(els, el)
+		}
+	}
+	if path.Base(name) == "." && len(els) > 0 {
+		els = append(els, ".")
+	}
+	return els, count
 }
 
 // regular returns the regular file name leads to.
@@ -195,7 +218,7 @@ func (t memTree) sub(name string) (tree, error) {
 	if !n.isDir() {
 		return nil, errNotDir
 	}
-	return memTree{root: n}, nil
+	return memTree{root: n, work: t.work}, nil
 }
 
 func (memTree) close() error { return nil }

@@ -45,6 +45,7 @@ func (o *globalOptions) loadWith(opt node.Options) (*node.Node, error) {
 	}
 	defer fsys.Close()
 	opt.Kernel, opt.PCIIDs = o.kernel, o.pciIDs
+	opt.NoGPU = opt.NoGPU || o.noNVML
 	n, err := node.Load(fsys, opt)
 	switch {
 	case errors.Is(err, node.ErrBadKernelVersion):

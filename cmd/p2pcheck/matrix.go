@@ -26,7 +26,7 @@ and IDs; --pci-ids FILE adds product names.`,
 		Example: "  p2pcheck matrix\n  p2pcheck matrix --no-nvml --format json",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			gpus := startNVML(o.nvmlSkip(), gpu.ProbeLinks)
+			gpus := startNVML(o.nvmlSkip(), probeNVMLLinks)
 			// Like nvidia-smi, the grid names devices by label and address; product
 			// names from pci.ids (a few milliseconds) only when --pci-ids asks.
 			n, err := o.loadWith(node.Options{NoPlatform: true, NoNames: o.pciIDs == ""})
@@ -61,7 +61,7 @@ func (o *globalOptions) nvmlSkip() error {
 		return fmt.Errorf("%w: --no-nvml", errNVMLSkipped)
 	case o.snapshot != "":
 		return fmt.Errorf("%w: a snapshot carries no NVML state", errNVMLSkipped)
-	case o.root != "/":
+	case o.root != "/" && !nvmlOnRoot:
 		return fmt.Errorf("%w: it describes this machine, not the tree under --root", errNVMLSkipped)
 	}
 	return nil

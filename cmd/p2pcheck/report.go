@@ -195,7 +195,7 @@ func (ro *reportOptions) report(ids []string) error {
 	gpus := ro.startNVML()
 	// --quick is for health-check timeouts: device names from pci.ids cost a few
 	// milliseconds and no check needs them.
-	n, err := o.loadWith(node.Options{NoNames: ro.quick})
+	n, err := o.loadWith(node.Options{NoNames: ro.quick, NoGPU: ro.quick})
 	if err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) && ee.code == exitNoEval {
@@ -252,10 +252,13 @@ func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) c
 	o := ro.global
 	in := check.Inputs{Source: ro.source()}
 	f, err := gpus()
-	if err != nil {
+	switch {
+	case n.GPU != nil: // the NVML facts a snapshot recorded
+	case err != nil:
 		in.NoNVML = err.Error()
+	default:
+		n.SetGPU(f)
 	}
-	n.SetGPU(f)
 	if in.Source != check.Snapshot {
 		if b, err := readUnder(o.root, "etc/nccl.conf"); err == nil {
 			in.NCCLConf = check.ParseNCCLConf("/etc/nccl.conf", b)
@@ -314,7 +317,7 @@ func (ro *reportOptions) startNVML() func() (*gpu.Facts, error) {
 	if ro.quick {
 		skip = fmt.Errorf("%w: --quick", errNVMLSkipped)
 	}
-	return startNVML(skip, gpu.Probe)
+	return startNVML(skip, probeNVML)
 }
 
 // runProbe runs the data-integrity probe on the live machine.

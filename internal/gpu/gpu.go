@@ -164,6 +164,23 @@ func (l TopologyLevel) String() string {
 // MarshalText returns the label.
 func (l TopologyLevel) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
+// UnmarshalText parses a label MarshalText wrote, so that Facts recorded in a
+// snapshot read back as they were.
+func (l *TopologyLevel) UnmarshalText(b []byte) error {
+	for _, v := range []TopologyLevel{TopologyInternal, TopologySingle, TopologyMultiple, TopologyHostBridge, TopologyNode, TopologySystem} {
+		if string(b) == v.String() {
+			*l = v
+			return nil
+		}
+	}
+	var n int
+	if _, err := fmt.Sscanf(string(b), "level(%d)", &n); err != nil || TopologyLevel(n).String() != string(b) {
+		return fmt.Errorf("gpu: unknown topology level %q", b)
+	}
+	*l = TopologyLevel(n)
+	return nil
+}
+
 // P2PStatus is an nvmlGpuP2PStatus_t.
 type P2PStatus int
 
@@ -199,3 +216,15 @@ func (s P2PStatus) String() string {
 
 // MarshalText returns the nvidia-smi code.
 func (s P2PStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses a code MarshalText wrote. "U" reads back as P2PUnknown,
+// which every value without a code of its own is written as.
+func (s *P2PStatus) UnmarshalText(b []byte) error {
+	for v := P2POK; v <= P2PUnknown; v++ {
+		if string(b) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("gpu: unknown P2P status %q", b)
+}

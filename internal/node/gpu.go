@@ -1,9 +1,43 @@
 package node
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"github.com/p2pkit/p2pkit/internal/gpu"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/sysfs"
 )
+
+// snapshotFacts takes what a snapshot says about itself: a warning when its config
+// files were captured truncated, and the NVML facts it recorded, so that every
+// command gives on the snapshot the answer it gave live.
+func (n *Node) snapshotFacts(fsys sysfs.FS, opt Options) {
+	m, err := fsys.Manifest()
+	if err != nil {
+		n.Warnings = append(n.Warnings, err)
+	}
+	if m != nil && m.TruncatedConfigs > 0 {
+		n.Warnings = append(n.Warnings, fmt.Errorf("node: the snapshot holds truncated config space for %d function(s): "+
+			"it was taken without root, which shows 64 bytes of config space; ACS, port types and extended capabilities are unknown", m.TruncatedConfigs))
+	}
+	if opt.NoGPU {
+		return
+	}
+	b, err := fsys.RecordedNVML()
+	if err != nil || b == nil {
+		if err != nil {
+			n.Warnings = append(n.Warnings, err)
+		}
+		return
+	}
+	var f gpu.Facts
+	if err := json.Unmarshal(b, &f); err != nil {
+		n.Warnings = append(n.Warnings, fmt.Errorf("node: the snapshot's NVML facts: %w", err))
+		return
+	}
+	n.GPU = &f
+}
 
 // gpuAt returns NVML's view of the GPU at a, or nil.
 func (n *Node) gpuAt(a pcie.Address) *gpu.GPU {

@@ -27,6 +27,9 @@ type Options struct {
 	// NoPlatform skips the platform facts (/proc, IOMMU groups, kernel config) for
 	// commands that show the tree alone; P2P then holds no CPU or kernel facts.
 	NoPlatform bool
+	// NoGPU leaves out the NVML facts a snapshot recorded (Node.GPU stays nil), for
+	// runs that would not have asked NVML on the live machine either.
+	NoGPU bool
 }
 
 // Node is one machine as p2pcheck sees it.
@@ -35,8 +38,9 @@ type Node struct {
 	Platform sysfs.Platform
 	// P2P holds the platform inputs of the kernel's P2PDMA decision.
 	P2P p2pdma.Platform
-	// GPU holds NVML's facts on the live machine when the caller asked NVML
-	// (package gpu); nil otherwise.
+	// GPU holds NVML's facts: those a snapshot recorded when it was taken (Load
+	// fills them in unless Options.NoGPU), or those of the live machine when the
+	// caller asked NVML (package gpu); nil otherwise.
 	GPU *gpu.Facts
 	// Warnings are problems that degrade the picture without stopping it: an
 	// unreadable /proc file, a missing pci.ids, per-device read errors.
@@ -80,11 +84,13 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 		}
 		n.P2P = p2pPlatform(n.Platform, override)
 	}
+	n.snapshotFacts(fsys, opt)
 	if annotate != nil {
 		if err := annotate(n.Topology); err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
 	}
+	n.NameGPUs() // from the NVML facts a snapshot recorded, where pci.ids has no name
 	return n, nil
 }
 
