@@ -1,7 +1,7 @@
 package check
 
 import (
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 )

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/p2pkit/p2pkit/internal/gpu"
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 

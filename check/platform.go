@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/gdrready"
-	"github.com/p2pkit/p2pkit/internal/gpu"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
 )

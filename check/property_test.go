@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 

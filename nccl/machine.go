@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/p2pkit/p2pkit/internal/gpu"
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/render"
 	"github.com/p2pkit/p2pkit/sysfs"
 )

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/p2pkit/p2pkit/internal/gpu"
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/matrix"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/render"
 )

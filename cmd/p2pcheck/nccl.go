@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/p2pkit/p2pkit/internal/gpu"
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/nccl"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"net"
 
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 

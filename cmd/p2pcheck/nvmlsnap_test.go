@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/gpu"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -25,7 +25,7 @@ import (
 // probe of that machine) and on a snapshot taken of it: the outputs must be the
 // same, NVLink classes and GPU facts included, but for the report's source.
 func TestSnapshotKeepsNVML(t *testing.T) {
-	b, err := os.ReadFile("../../internal/gpu/testdata/h200-2gpu-vm/facts.golden.json")
+	b, err := os.ReadFile("../../gpu/testdata/h200-2gpu-vm/facts.golden.json")
 	if err != nil {
 		t.Fatal(err)
 	}

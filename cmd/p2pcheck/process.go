@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/node"
 )
 
 func TestValidatePID(t *testing.T) {

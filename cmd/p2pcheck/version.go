@@ -1,9 +1,9 @@
 package main
 
 import (
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/buildinfo"
 	"github.com/p2pkit/p2pkit/internal/cuda"
-	"github.com/p2pkit/p2pkit/internal/gpu"
 )
 
 // version is the release version the report, the textfile and the NFD file

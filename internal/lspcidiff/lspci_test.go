@@ -18,8 +18,8 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/node"
 	"github.com/p2pkit/p2pkit/internal/pciids"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
 )

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/p2pkit/p2pkit/internal/gpu"
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
 )

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/gpu"
-	"github.com/p2pkit/p2pkit/internal/node"
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/p2pkit/p2pkit/internal/gpu"
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"

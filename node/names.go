@@ -3,7 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
-	"github.com/p2pkit/p2pkit/internal/gpu"
+	"github.com/p2pkit/p2pkit/gpu"
 	"strings"
 
 	"github.com/p2pkit/p2pkit/internal/pciids"
