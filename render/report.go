@@ -16,9 +16,10 @@ const maxFindings = 8
 // attention indented below it, the overall verdict with its exit code, and one
 // "fix first:" line.
 func ReportText(w io.Writer, r check.Report, s Style) error {
+	// Every text that can carry a name read from the machine goes through Escape.
 	p := newPrinter(w)
-	p.line(s.bold("p2pcheck report") + " " + envLine(r.Environment))
-	p.line(deviceLine(r.Devices))
+	p.line(s.bold("p2pcheck report") + " " + Escape(envLine(r.Environment)))
+	p.line(Escape(deviceLine(r.Devices)))
 	p.line("requirements: " + requirementsLine(r.Requirements))
 	p.line("")
 	width, cell := 0, 5
@@ -27,16 +28,16 @@ func ReportText(w io.Writer, r check.Report, s Style) error {
 		cell = max(cell, len(c.Status))
 	}
 	for _, c := range r.Checks {
-		p.line(fmt.Sprintf("%s  %-*s  %s", statusCell(c.Status, cell, s), width, c.ID, c.Summary))
+		p.line(fmt.Sprintf("%s  %-*s  %s", statusCell(c.Status, cell, s), width, c.ID, Escape(c.Summary)))
 		if c.Status == check.Pass || c.Status == check.Skip {
 			continue
 		}
 		ind := strings.Repeat(" ", cell+2+width+2)
 		if c.Observed != "" {
-			p.line(ind + s.dim("observed: ") + clip(c.Observed))
+			p.line(ind + s.dim("observed: ") + Escape(clip(c.Observed)))
 		}
 		if c.Expected != "" {
-			p.line(ind + s.dim("expected: ") + c.Expected)
+			p.line(ind + s.dim("expected: ") + Escape(c.Expected))
 		}
 		shown := 0
 		for _, f := range c.Findings {
@@ -47,11 +48,11 @@ func ReportText(w io.Writer, r check.Report, s Style) error {
 				p.line(ind + s.dim(fmt.Sprintf("... %d more in --format json", countNonPass(c.Findings)-shown)))
 				break
 			}
-			p.line(ind + "- " + f.Subject + ": " + f.Message)
+			p.line(ind + "- " + Escape(f.Subject) + ": " + Escape(f.Message))
 			shown++
 		}
 		for _, fix := range c.Remediation {
-			p.line(ind + s.bold("fix: ") + fix)
+			p.line(ind + s.bold("fix: ") + Escape(fix))
 		}
 	}
 	p.line("")
@@ -65,7 +66,7 @@ func ReportText(w io.Writer, r check.Report, s Style) error {
 		if ff.Remediation != "" {
 			line += " -> " + ff.Remediation
 		}
-		p.line(s.bold(line))
+		p.line(s.bold(Escape(line)))
 	} else {
 		p.line("fix first: nothing, the node is ready")
 	}

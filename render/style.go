@@ -74,3 +74,13 @@ func Escape(text string) string {
 // needsEscape reports the runes Escape rewrites: controls (unicode.IsControl: C0,
 // DEL, C1) and utf8.RuneError, which also stands for an invalid byte.
 func needsEscape(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }
+
+// EscapeLines is Escape for a text of several lines: each line is escaped and
+// the line breaks are kept.
+func EscapeLines(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = Escape(l)
+	}
+	return strings.Join(lines, "\n")
+}

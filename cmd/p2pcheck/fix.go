@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/provision"
+	"github.com/p2pkit/p2pkit/render"
 )
 
 // fixAdviceIDs are the checks whose fixes `fix` names but never applies.
@@ -117,7 +120,10 @@ func (fo *fixOptions) run() error {
 		err = rep.WriteJSON(o.stdout)
 	} else {
 		o.printWarnings(n)
-		err = rep.WriteText(o.stdout)
+		var b strings.Builder
+		if err = rep.WriteText(&b); err == nil {
+			_, err = io.WriteString(o.stdout, render.EscapeLines(b.String()))
+		}
 	}
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/p2pkit/p2pkit/node"
+	"github.com/p2pkit/p2pkit/render"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -71,6 +72,6 @@ func (o *globalOptions) source() string {
 // parseable.
 func (o *globalOptions) printWarnings(n *node.Node) {
 	for _, w := range n.Warnings {
-		fmt.Fprintln(o.stderr, "p2pcheck: warning:", w)
+		fmt.Fprintln(o.stderr, "p2pcheck: warning:", render.Escape(w.Error()))
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/nccl"
+	"github.com/p2pkit/p2pkit/render"
 )
 
 type ncclOptions struct {
@@ -160,7 +161,7 @@ func (no *ncclOptions) run() error {
 		return enc.Encode(r)
 	}
 	o.printWarnings(n)
-	_, err = fmt.Fprint(o.stdout, r.Text())
+	_, err = fmt.Fprint(o.stdout, render.EscapeLines(r.Text()))
 	return err
 }
 
