@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"github.com/p2pkit/p2pkit/gpu"
 	"strings"
 
 	"github.com/p2pkit/p2pkit/internal/pciids"
@@ -35,12 +34,6 @@ func loadNames(path string) (annotate func(t *pcie.Topology) error) {
 		pciids.Annotate(t, r.db)
 		return nil
 	}
-}
-
-// SetGPU attaches NVML's facts to n and names the GPUs from them ([Node.NameGPUs]).
-func (n *Node) SetGPU(f *gpu.Facts) {
-	n.GPU = f
-	n.NameGPUs()
 }
 
 // NameGPUs names the GPUs that pci.ids did not (no database on the host, or one

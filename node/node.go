@@ -90,7 +90,6 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 			n.Warnings = append(n.Warnings, err)
 		}
 	}
-	n.NameGPUs() // from the NVML facts a snapshot recorded, where pci.ids has no name
 	return n, nil
 }
 

@@ -36,10 +36,11 @@ and IDs; --pci-ids FILE adds product names.`,
 			f, err := gpus()
 			switch {
 			case err == nil:
-				n.SetGPU(f)
+				n.GPU = f
 			case !errors.Is(err, gpu.ErrNoNVML) && !errors.Is(err, errNVMLSkipped):
 				n.Warnings = append(n.Warnings, err)
 			}
+			n.NameGPUs() // from NVML live, or from what a snapshot recorded
 			m := buildMatrix(n)
 			if o.format == "json" {
 				return render.MatrixJSON(o.stdout, m)

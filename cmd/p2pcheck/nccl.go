@@ -91,10 +91,11 @@ func (no *ncclOptions) run() error {
 	f, err := gpus()
 	switch {
 	case err == nil:
-		n.SetGPU(f)
+		n.GPU = f
 	case !errors.Is(err, gpu.ErrNoNVML) && !errors.Is(err, errNVMLSkipped):
 		n.Warnings = append(n.Warnings, err)
 	}
+	n.NameGPUs() // from NVML live, or from what a snapshot recorded
 	live := o.snapshot == ""
 	env := map[string]string{}
 	var ifaces []nccl.Interface

@@ -257,8 +257,9 @@ func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) c
 	case err != nil:
 		in.NoNVML = err.Error()
 	default:
-		n.SetGPU(f)
+		n.GPU = f
 	}
+	n.NameGPUs() // from NVML live, or from what a snapshot recorded
 	if in.Source != check.Snapshot {
 		if b, err := readUnder(o.root, "etc/nccl.conf"); err == nil {
 			in.NCCLConf = check.ParseNCCLConf("/etc/nccl.conf", b)
