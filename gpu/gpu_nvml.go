@@ -21,7 +21,7 @@ func Probe() (*Facts, error) {
 }
 
 // ProbeLinks asks NVML only for what a topology matrix needs: each GPU's index,
-// PCI address and NVLinks. It skips the per-pair P2P and topology queries, whose
+// name, PCI address and NVLinks. It skips the per-pair P2P and topology queries, whose
 // number grows with the square of the GPU count.
 func ProbeLinks() (*Facts, error) {
 	return probe(nvml.New(), scopeLinks)
@@ -83,6 +83,7 @@ func query(lib nvml.Interface, sc scope) (*Facts, error) {
 				unknown(&g.Unknown, "handle", ret)
 				continue
 			}
+			deviceName(d, g)
 			pciAddress(d, g)
 			nvlinks(d, g)
 		}
@@ -188,11 +189,7 @@ func deviceFacts(d nvml.Device, g *GPU) {
 	} else {
 		unknown(&g.Unknown, "uuid", ret)
 	}
-	if v, ret := d.GetName(); ret == nvml.SUCCESS {
-		g.Name = v
-	} else {
-		unknown(&g.Unknown, "name", ret)
-	}
+	deviceName(d, g)
 	pciAddress(d, g)
 	if bar1, ret := d.GetBAR1MemoryInfo(); ret == nvml.SUCCESS {
 		g.BAR1Total, g.BAR1Used = &bar1.Bar1Total, &bar1.Bar1Used
@@ -358,3 +355,12 @@ func (r reason) String() string { return string(r) }
 
 // BuiltIn says whether this build can use NVML (go-nvml needs cgo and Linux).
 const BuiltIn = true
+
+// deviceName records the GPU's product name ("NVIDIA H200").
+func deviceName(d nvml.Device, g *GPU) {
+	if v, ret := d.GetName(); ret == nvml.SUCCESS {
+		g.Name = v
+	} else {
+		unknown(&g.Unknown, "name", ret)
+	}
+}

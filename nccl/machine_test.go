@@ -206,7 +206,7 @@ func h200Facts(t *testing.T) *gpu.Facts {
 		} `json:"gpus"`
 		Pairs []struct {
 			A, B        int
-			Read, Write gpu.P2PStatus
+			Read, Write int // NVML's nvmlGpuP2PStatus_t codes, as the capture holds them
 		} `json:"pairs"`
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
@@ -225,7 +225,7 @@ func h200Facts(t *testing.T) *gpu.Facts {
 		f.GPUs = append(f.GPUs, gpu.GPU{Index: g.Index, Address: &a, NVLink: nv})
 	}
 	for _, p := range c.Pairs {
-		r, w := p.Read, p.Write
+		r, w := gpu.P2PStatus(p.Read), gpu.P2PStatus(p.Write)
 		f.Pairs = append(f.Pairs, gpu.Pair{A: p.A, B: p.B, P2P: gpu.P2PCaps{Read: &r, Write: &w}})
 	}
 	return f
