@@ -74,7 +74,8 @@ func TestNHCScript(t *testing.T) {
 	}{
 		{"dgx-h100-acs-off", "", ""},
 		{"dgx-h100", "", "OFFLINE node1|check_p2p_static: acs_path 0000:17:00.0: ACS redirect on 26 bridge(s)"},
-		{"degraded-link", "", ""},
+		{"degraded-link", "", ""}, // gdrdrv is missing: it blocks only gdrcopy
+		{"degraded-link", "-R gdrcopy", "OFFLINE node1|check_p2p_static: gdrdrv: the gdrdrv kernel module is not loaded"},
 		{"dgx-h100-acs-off", "-t", "OFFLINE node1|check_p2p_static: option -t needs a value"},
 		{"dgx-h100-acs-off", "-t 0", "OFFLINE node1|check_p2p_static: -t needs a whole number of seconds, not 0"},
 	} {
