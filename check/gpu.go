@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/internal/bytesize"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -203,7 +204,7 @@ func checkDataIntegrity(f *Facts) Result {
 			hi = max(hi, p.BytesPerSecond)
 		}
 	}
-	r.Observed = fmt.Sprintf("%d of %d pairs verified with %s each", verified, len(pr.Pairs), sizeString(pr.Size))
+	r.Observed = fmt.Sprintf("%d of %d pairs verified with %s each", verified, len(pr.Pairs), bytesize.Format(pr.Size))
 	if len(bws) > 0 {
 		r.Observed += ": " + strings.Join(bws, ", ")
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/internal/bytesize"
 	"github.com/p2pkit/p2pkit/internal/gdrready"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
@@ -330,7 +331,7 @@ func checkKernelP2PDMA(f *Facts) Result {
 		if m := d.P2PMem; m != nil {
 			providers = append(providers, d.Address.String())
 			r.Findings = append(r.Findings, Finding{Subject: d.Address.String(), Status: Pass,
-				Message: fmt.Sprintf("p2pmem provider: %s, %s available, published %t", sizeString(m.Size), sizeString(m.Available), m.Published)})
+				Message: fmt.Sprintf("p2pmem provider: %s, %s available, published %t", bytesize.Format(m.Size), bytesize.Format(m.Available), m.Published)})
 		}
 	}
 	r.Observed = fmt.Sprintf("CONFIG_PCI_P2PDMA=%s, %d p2pmem provider(s)", kc.Value("CONFIG_PCI_P2PDMA"), len(providers))

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/p2pkit/p2pkit/internal/bytesize"
 )
 
 // Checks about a job's process: its locked-memory limit and its NCCL settings.
@@ -163,7 +165,7 @@ func limitString(v uint64) string {
 	if v == Unlimited {
 		return "unlimited"
 	}
-	return sizeString(v)
+	return bytesize.Format(v)
 }
 
 // ParseLimitsConf returns the memlock limit that the wildcard ("*") entries of a

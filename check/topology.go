@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/internal/bytesize"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -827,7 +828,7 @@ func checkBARSizes(f *Facts) Result {
 		}
 		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/bus/pci/devices/" + s + "/resource line " + fmt.Sprint(bar.Index), Value: fmt.Sprintf("0x%016x 0x%016x 0x%016x", bar.Start, bar.End, bar.Flags)})
 		size := bar.Size()
-		desc := sizeString(size)
+		desc := bytesize.Format(size)
 		var msgs []string
 		st := Pass
 		ng := f.nvmlGPU(g.Address)
@@ -843,7 +844,7 @@ func checkBARSizes(f *Facts) Result {
 					continue
 				}
 				maxSize := rb.Supported[len(rb.Supported)-1]
-				desc += fmt.Sprintf(" (ReBAR current %s, max %s)", sizeString(rb.Current), sizeString(maxSize))
+				desc += fmt.Sprintf(" (ReBAR current %s, max %s)", bytesize.Format(rb.Current), bytesize.Format(maxSize))
 				if rb.Current >= maxSize {
 					continue
 				}
@@ -852,7 +853,7 @@ func checkBARSizes(f *Facts) Result {
 					continue
 				}
 				st = worse(st, Warn)
-				m := fmt.Sprintf("Resizable BAR allows %s but BAR1 is %s", sizeString(maxSize), sizeString(rb.Current))
+				m := fmt.Sprintf("Resizable BAR allows %s but BAR1 is %s", bytesize.Format(maxSize), bytesize.Format(rb.Current))
 				if fb == nil {
 					m += "; whether it already covers the framebuffer is unknown without NVML's memory size"
 				}
@@ -862,7 +863,7 @@ func checkBARSizes(f *Facts) Result {
 		}
 		if ng != nil {
 			if ng.BAR1Total != nil && ng.BAR1Used != nil {
-				desc += fmt.Sprintf(", NVML used %s of %s", sizeString(*ng.BAR1Used), sizeString(*ng.BAR1Total))
+				desc += fmt.Sprintf(", NVML used %s of %s", bytesize.Format(*ng.BAR1Used), bytesize.Format(*ng.BAR1Total))
 				r.Evidence = append(r.Evidence, Evidence{Source: "nvmlDeviceGetBAR1MemoryInfo(" + s + ")", Value: fmt.Sprintf("total=%d used=%d", *ng.BAR1Total, *ng.BAR1Used)})
 				if *ng.BAR1Total > 0 && *ng.BAR1Used*10 >= *ng.BAR1Total*9 {
 					st = worse(st, Warn)
@@ -871,7 +872,7 @@ func checkBARSizes(f *Facts) Result {
 			}
 			if fb != nil && size < *fb {
 				st = worse(st, Warn)
-				msgs = append(msgs, fmt.Sprintf("BAR1 %s is smaller than the %s framebuffer: peers and NICs see only part of it", sizeString(size), sizeString(*fb)))
+				msgs = append(msgs, fmt.Sprintf("BAR1 %s is smaller than the %s framebuffer: peers and NICs see only part of it", bytesize.Format(size), bytesize.Format(*fb)))
 			}
 		} else if size <= 256<<20 {
 			st = worse(st, Warn)
@@ -958,17 +959,6 @@ func appendOnce(s []string, v string) []string {
 		return s
 	}
 	return append(s, v)
-}
-
-// sizeString formats a byte count in binary units: "256 MiB", "128 GiB".
-func sizeString(n uint64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for n >= 1024 && n%1024 == 0 && i < len(units)-1 {
-		n /= 1024
-		i++
-	}
-	return fmt.Sprintf("%d %s", n, units[i])
 }
 
 func sortedKeys[V any](m map[pcie.Address]V) []pcie.Address {
