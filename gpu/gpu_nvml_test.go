@@ -19,7 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// nvmlSnapshot is the shape of ../shared/snapshots/*/nvml.json: what NVML
+// nvmlSnapshot is the shape of testdata/h200-2gpu-vm/nvml.json: what NVML
 // said on a real machine.
 type nvmlSnapshot struct {
 	Driver string `json:"driver"`

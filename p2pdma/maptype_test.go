@@ -128,7 +128,7 @@ func TestWhitelistFor(t *testing.T) {
 }
 
 // TestVerdictJSON checks the field names and forms of the pairs JSON contract
-// (DESIGN.md), which the renderer extends with path_type.
+// (schema/pairs.v1.json), which the renderer extends with path_type.
 func TestVerdictJSON(t *testing.T) {
 	s := plainSwitch.build(t)
 	c := NewCalculator(s.t, intel)

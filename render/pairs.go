@@ -24,7 +24,7 @@ type Pair struct {
 // (a string, as in the report).
 const PairsSchemaVersion = "1"
 
-// PairsJSON streams {"pairs":[...]} in the contract of DESIGN.md ("Pairs JSON"),
+// PairsJSON streams {"pairs":[...]} in the contract of schema/pairs.v1.json,
 // one object per pair as next yields them. It is written by hand rather than with
 // encoding/json: `pairs --all` on a large node emits a million objects.
 func PairsJSON(w io.Writer, pairs func(yield func(Pair) bool)) error {

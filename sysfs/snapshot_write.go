@@ -46,7 +46,7 @@ func WriteSnapshot(src FS, w io.Writer) (SnapshotSummary, error) {
 }
 
 // WriteSnapshotOptions captures what p2pkit reads from src as a gzip'd tar on w, in the
-// snapshot format of DESIGN.md: members named sys/..., proc/..., dev/... and boot/...
+// snapshot format (README, "Capture a snapshot"): members named sys/..., proc/..., dev/... and boot/...
 // as on the live system, links kept as links with their relative targets.
 //
 // For every PCI function it stores the /sys/bus/pci/devices/<bdf> link and, in the

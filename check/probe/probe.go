@@ -2,7 +2,8 @@
 // ordered GPU pair with peer access it copies a pattern peer-to-peer through the
 // CUDA driver, reads it back on the owning GPU and through host staging, and times
 // the copy. It exists because "P2P OK" from the driver has returned zeros or
-// garbage on real machines (field-checks.md F3: pt#84803, ogkm#1257, nccl#2335),
+// garbage on real machines (github.com/pytorch/pytorch/issues/84803,
+// github.com/NVIDIA/open-gpu-kernel-modules/issues/1257, github.com/NVIDIA/nccl/issues/2335),
 // and because the popular samples copy zero-filled buffers without checking them.
 //
 // The probe needs libcuda.so.1 and a cgo build (internal/cuda); without them the
@@ -30,8 +31,8 @@ const DefaultSize = 64 << 20
 const repeats = 4
 
 // DefaultTimeout bounds a whole probe. Copies between healthy GPUs take
-// milliseconds; a path that hangs (ACS or IOMMU trouble, field-checks.md F1:
-// "an apparent hang can be extremely low P2P bandwidth") would otherwise hang
+// milliseconds; a path that hangs (ACS or IOMMU trouble: NCCL's troubleshooting
+// guide warns that an apparent hang can be very low P2P bandwidth) would otherwise hang
 // p2pcheck with it.
 const DefaultTimeout = 2 * time.Minute
 

@@ -3,7 +3,8 @@ package vmtest
 // Catalogue returns the topologies the tier boots, in a fixed order. Each call builds
 // fresh values, so a caller may keep *Node pointers without sharing them.
 //
-// ACS expectations (../shared/reference/p2pdma-kernel.md §1.7, §4): QEMU implements
+// ACS expectations (drivers/pci/pci.c pci_std_enable_acs, pci_disable_acs_redir;
+// QEMU hw/pci/pcie.c pcie_acs_init): QEMU implements
 // ACS only on pcie-root-port (capability 0x005f, Control 0 at reset). Without a vIOMMU
 // the kernel leaves Control at 0; with intel-iommu and intel_iommu=on it requests ACS
 // and programs SV|RR|CR|UF = 0x001d; pci=disable_acs_redir= then clears RR|CR|EC,

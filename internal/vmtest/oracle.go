@@ -12,8 +12,8 @@ import (
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
-// oracleTag starts every line the P2PDMA test kernel prints (see
-// ../shared/kernel/README.md and p2poracle.c there).
+// oracleTag starts every line the P2PDMA test kernel prints: at boot, and again
+// between "begin rerun=N" and "end" whenever p2poracle_rerun is written.
 const oracleTag = "pci-p2pdma: p2poracle: "
 
 // Verdict is one ordered pair as the kernel's calc_map_type_and_dist()
@@ -147,8 +147,7 @@ func (o Oracle) WithVFs(vfs map[pcie.Address]pcie.Address) Oracle {
 }
 
 // ParseOracleRerun extracts the last report the test kernel printed on request
-// (writing /sys/module/p2pdma/parameters/p2poracle_rerun, see
-// ../shared/kernel/README.md): the lines from the last "begin rerun=N" to its "end",
+// (writing /sys/module/p2pdma/parameters/p2poracle_rerun): the lines from the last "begin rerun=N" to its "end",
 // computed afresh by calc_map_type_and_dist() after whatever changed at run time.
 func ParseOracleRerun(dmesg []byte) (Oracle, error) {
 	lines := bytes.Split(dmesg, []byte("\n"))

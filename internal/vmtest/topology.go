@@ -11,7 +11,7 @@ import (
 
 // Kind is a QEMU device model the catalogue can place. Each kind has fixed IDs and a
 // fixed PCI Express port type in QEMU 7.2+ (include/hw/pci/pci_ids.h and the device
-// files; see ../shared/reference/p2pdma-kernel.md §4).
+// files).
 type Kind int
 
 // The device models. Every one enumerates without a guest driver.
