@@ -254,6 +254,11 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if diff := cmp.Diff([]string{"eth0"}, gotRecs[6].NetDevs); diff != "" {
 		t.Errorf("net devices (-want +got):\n%s", diff)
 	}
+	// The driver link's target directory is captured (empty), so that a reader
+	// resolving the link with realpath, as lspci does, finds it.
+	if fi, err := snap.t.lstat("sys/bus/pci/drivers/nvidia"); err != nil || !fi.mode.IsDir() {
+		t.Errorf("sys/bus/pci/drivers/nvidia in the snapshot: %v, %v; want a directory", fi, err)
+	}
 	wantPlat, err := src.Platform()
 	if err != nil {
 		t.Fatal(err)

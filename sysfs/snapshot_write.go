@@ -204,6 +204,9 @@ func (c *capture) deviceDir(dir string) {
 			if keptLink(e.name) {
 				c.link(name)
 			}
+			if e.name == "driver" {
+				c.driverDir(name)
+			}
 		case e.typ.IsDir():
 			switch e.name {
 			case "p2pmem":
@@ -213,6 +216,18 @@ func (c *capture) deviceDir(dir string) {
 			}
 		}
 	}
+}
+
+// driverDir records the directory a function's driver link points to
+// (sys/bus/pci/drivers/<name>), empty: readers that resolve the link with realpath,
+// as lspci does for its driver field (pciutils lib/sysfs.c), need it to exist.
+func (c *capture) driverDir(link string) {
+	target, err := c.src.linkTarget(link)
+	if err != nil {
+		c.skip(err)
+		return
+	}
+	c.dir(target)
 }
 
 // neverRead reports the attribute files a capture must not read: BARs mapped through
