@@ -103,17 +103,20 @@ const maxPairLines = 1000
 type pairLines struct {
 	findings  []Finding
 	subjects  []string
-	notListed map[Status]int // findings past the bound, by status
+	notListed [len(listOrder)]int // findings past the bound, by status in listOrder
 }
+
+// listOrder is the order in which the finding that counts the pairs not listed
+// gives their statuses.
+var listOrder = [...]Status{Fail, Unknown, Warn, Skip, Pass}
 
 // finding lists a finding of status st on p whose message is the parts of msg
 // joined, made only when it is listed.
 func (l *pairLines) finding(p pair, st Status, msg ...string) {
 	if len(l.findings) == maxPairLines {
-		if l.notListed == nil {
-			l.notListed = map[Status]int{}
+		if i := slices.Index(listOrder[:], st); i >= 0 {
+			l.notListed[i]++
 		}
-		l.notListed[st]++
 		return
 	}
 	l.findings = append(l.findings, Finding{Subject: pairSubject(p), Status: st, Message: strings.Join(msg, "")})
@@ -130,16 +133,16 @@ func (l *pairLines) subject(p pair) {
 // status, those that were not; its status is the worst of theirs.
 func (l *pairLines) listFindings(r *Result) {
 	r.Findings = append(r.Findings, l.findings...)
-	if len(l.notListed) == 0 {
-		return
-	}
 	worst, total := Pass, 0
 	var by []string
-	for _, st := range []Status{Fail, Unknown, Warn, Skip, Pass} {
-		if n := l.notListed[st]; n > 0 {
+	for i, st := range listOrder {
+		if n := l.notListed[i]; n > 0 {
 			worst, total = worse(worst, st), total+n
 			by = append(by, fmt.Sprintf("%d %s", n, st))
 		}
+	}
+	if total == 0 {
+		return
 	}
 	r.Findings = append(r.Findings, Finding{Subject: "other pairs", Status: worst,
 		Message: fmt.Sprintf("%d more pair(s) not listed (%s): only the first %d are", total, strings.Join(by, ", "), maxPairLines)})
@@ -154,9 +157,12 @@ type pairScan struct {
 	acs   acsScan
 }
 
+// mapTypeCount counts verdicts by map type.
+type mapTypeCount [256]int
+
 // reachScan is what checkReachability needs of the pairs.
 type reachScan struct {
-	counts map[p2pdma.MapType]int
+	counts mapTypeCount
 	// refused pairs without P2PDMA users, refused pairs with them, unknown
 	// P2PDMA pairs, refused pairs behind VMD, pairs with P2PDMA users
 	refusedGPU, refused, unknown, vmd, users int
@@ -185,14 +191,13 @@ type redirected struct {
 func (f *Facts) scan() *pairScan {
 	f.scanOnce.Do(func() {
 		s := &pairScan{
-			reach: reachScan{counts: map[p2pdma.MapType]int{}},
-			acs:   acsScan{bridges: map[pcie.Address]*redirected{}, setpci: map[pcie.Address]string{}},
+			acs: acsScan{bridges: map[pcie.Address]*redirected{}, setpci: map[pcie.Address]string{}},
 		}
 		for p := range f.pairs() {
 			s.n++
 			v := f.verdict(p)
-			s.reach.add(p, v)
-			s.acs.add(p, v)
+			s.reach.add(p, &v)
+			s.acs.add(p, &v)
 		}
 		f.scanned = s
 	})
@@ -200,7 +205,7 @@ func (f *Facts) scan() *pairScan {
 }
 
 // add judges one pair for checkReachability.
-func (s *reachScan) add(p pair, v p2pdma.Verdict) {
+func (s *reachScan) add(p pair, v *p2pdma.Verdict) {
 	s.counts[v.MapType]++
 	kernelUser := p.blocks() == CapNVMeP2P
 	if kernelUser {
@@ -221,7 +226,7 @@ func (s *reachScan) add(p pair, v p2pdma.Verdict) {
 		s.lines.finding(p, Warn, "not-supported: ", v.Reason, vmd)
 	case v.MapType == p2pdma.Unknown && kernelUser:
 		s.unknown++
-		s.acsUnknown = s.acsUnknown || acsUnread(v)
+		s.acsUnknown = s.acsUnknown || acsUnread(*v)
 		if s.why == "" {
 			s.why = v.Reason
 		}
@@ -230,7 +235,7 @@ func (s *reachScan) add(p pair, v p2pdma.Verdict) {
 }
 
 // add judges one pair for checkACSPath.
-func (s *acsScan) add(p pair, v p2pdma.Verdict) {
+func (s *acsScan) add(p pair, v *p2pdma.Verdict) {
 	if v.Fix != nil {
 		for i, a := range v.ACSRedirect {
 			b := s.bridges[a]
@@ -243,7 +248,7 @@ func (s *acsScan) add(p pair, v p2pdma.Verdict) {
 		}
 		s.redirectBlocks = appendCap(s.redirectBlocks, p.blocks())
 	}
-	if len(v.ACSRedirect) == 0 && acsUnread(v) {
+	if len(v.ACSRedirect) == 0 && acsUnread(*v) {
 		s.unknown++
 		s.lines.subject(p)
 		s.unknownBlocks = appendCap(s.unknownBlocks, p.blocks())

@@ -77,7 +77,7 @@ func checkReachability(f *Facts) Result {
 		return r
 	}
 	s := &sc.reach
-	counts, refusedGPU, refused, unknown, vmd, users := s.counts, s.refusedGPU, s.refused, s.unknown, s.vmd, s.users
+	counts, refusedGPU, refused, unknown, vmd, users := &s.counts, s.refusedGPU, s.refused, s.unknown, s.vmd, s.users
 	r.Status = Pass
 	if refused > 0 {
 		r.Status = Warn
@@ -121,7 +121,7 @@ func checkReachability(f *Facts) Result {
 
 func pairSubject(p pair) string { return p.a.Address.String() + "<->" + p.b.Address.String() }
 
-func mapTypeCounts(c map[p2pdma.MapType]int) string {
+func mapTypeCounts(c *mapTypeCount) string {
 	var parts []string
 	for _, m := range []p2pdma.MapType{p2pdma.BusAddr, p2pdma.ThruHostBridge, p2pdma.NotSupported, p2pdma.Unknown} {
 		if c[m] > 0 {
