@@ -3,8 +3,11 @@ package check_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/node"
@@ -137,5 +140,27 @@ func BenchmarkLargeFlatReport(b *testing.B) {
 				reportOf(b, nd)
 			}
 		})
+	}
+}
+
+// TestPairLinesCapped checks that a check lists at most 1,000 pairs one by one
+// and counts the others in one finding: 50 GPUs make 1,225 pairs, each refused
+// by the kernel's P2PDMA and listed by p2p_reachability as a pass.
+func TestPairLinesCapped(t *testing.T) {
+	rep := reportOf(t, loadFlat(t, 50, false))
+	i := slices.IndexFunc(rep.Checks, func(r check.Result) bool { return r.ID == "p2p_reachability" })
+	if i < 0 {
+		t.Fatal("no p2p_reachability result")
+	}
+	r := rep.Checks[i]
+	if len(r.Findings) != 1001 {
+		t.Fatalf("%d findings, want 1000 pairs and one that counts the rest", len(r.Findings))
+	}
+	want := check.Finding{Subject: "other pairs", Status: check.Pass, Message: "225 more pair(s) not listed (225 pass): only the first 1000 are"}
+	if diff := cmp.Diff(want, r.Findings[1000]); diff != "" {
+		t.Errorf("last finding (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(r.Summary, "1225 not-supported") {
+		t.Errorf("summary %q does not count all 1225 pairs", r.Summary)
 	}
 }
