@@ -15,13 +15,16 @@ import (
 type role uint8
 
 const (
-	roleGPU    role        = 1 << iota // a GPU or another accelerator
-	roleRDMA                           // an RDMA-capable NIC (isRDMANIC)
-	roleNVMe                           // an NVMe controller
-	roleP2PMem                         // a p2pmem provider
-	numRoles   = 1 << iota             // every combination of the bits above
+	roleGPU    role = 1 << iota // a GPU or another accelerator
+	roleRDMA                    // an RDMA-capable NIC (isRDMANIC)
+	roleNVMe                    // an NVMe controller
+	roleP2PMem                  // a p2pmem provider
 )
 
+// numRoles is the number of roles: every combination of the bits above.
+const numRoles = int(roleP2PMem) << 1
+
+// roleOf returns the role of a device.
 func roleOf(d *pcie.Device) role {
 	var r role
 	if d.IsGPU() || d.IsAccelerator() {
