@@ -150,7 +150,10 @@ type ProbePair struct {
 	Err string `json:"error,omitempty"`
 }
 
-// Facts is everything the checks look at. Build it with [NewFacts].
+// Facts is everything the checks look at. Build it with [NewFacts]. What the
+// checks derive from the pairs of interest (each pair's kernel verdict, the
+// devices on their paths) is computed once, on first use: change nothing in
+// Node once a check has run.
 type Facts struct {
 	Inputs
 	Node *node.Node
