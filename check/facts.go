@@ -1,6 +1,8 @@
 package check
 
 import (
+	"sync"
+
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -148,7 +150,10 @@ type ProbePair struct {
 	Err string `json:"error,omitempty"`
 }
 
-// Facts is everything the checks look at. Build it with [NewFacts].
+// Facts is everything the checks look at. Build it with [NewFacts]. What the
+// checks derive from the pairs of interest (each pair's kernel verdict, the
+// devices on their paths) is computed once, on first use: change nothing in
+// Node once a check has run.
 type Facts struct {
 	Inputs
 	Node *node.Node
@@ -158,6 +163,13 @@ type Facts struct {
 
 	calc    *p2pdma.Calculator
 	devices []*pcie.Device // node.Interesting()
+	roles   []role         // roleOf(devices[i])
+	perRole [numRoles]int  // devices of each role
+
+	scanOnce sync.Once
+	scanned  *pairScan // see Facts.scan
+	pathOnce sync.Once
+	onPaths  *pathSets // see Facts.paths
 }
 
 // NewFacts combines a loaded node with the inputs gathered beside it. It reads
@@ -176,6 +188,11 @@ func NewFacts(n *node.Node, in Inputs) *Facts {
 	}
 	f.calc = p2pdma.NewCalculator(n.Topology, n.P2P)
 	f.devices = n.Interesting()
+	f.roles = make([]role, len(f.devices))
+	for i, d := range f.devices {
+		f.roles[i] = roleOf(d)
+		f.perRole[f.roles[i]]++
+	}
 	return f
 }
 
@@ -221,35 +238,6 @@ func (f *Facts) filter(keep func(*pcie.Device) bool) []*pcie.Device {
 }
 
 const vendorNVIDIA = 0x10de
-
-// pair is an unordered pair of devices of interest.
-type pair struct{ a, b *pcie.Device }
-
-// pairs returns the pairs whose peer-to-peer path matters: GPU↔GPU, GPU↔RDMA NIC,
-// GPU↔NVMe and p2pmem provider↔GPU/NIC/NVMe, each once, in address order.
-func (f *Facts) pairs() []pair {
-	var out []pair
-	for i, a := range f.devices {
-		for _, b := range f.devices[i+1:] {
-			if pairOfInterest(a, b) {
-				out = append(out, pair{a, b})
-			}
-		}
-	}
-	return out
-}
-
-func pairOfInterest(a, b *pcie.Device) bool {
-	gpu := func(d *pcie.Device) bool { return d.IsGPU() || d.IsAccelerator() }
-	peer := func(d *pcie.Device) bool { return gpu(d) || isRDMANIC(d) || d.IsNVMe() }
-	switch {
-	case gpu(a) && peer(b), gpu(b) && peer(a):
-		return true
-	case a.P2PMem != nil && peer(b), b.P2PMem != nil && peer(a):
-		return true
-	}
-	return false
-}
 
 // verdict is the kernel's P2PDMA verdict with a as provider and b as client.
 func (f *Facts) verdict(p pair) p2pdma.Verdict { return f.calc.Calc(p.a, p.b) }

@@ -176,42 +176,47 @@ func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
 	var blocks []Capability
 	unknown := false
 	affected, onPath := 0, 0
-	for _, pr := range f.pairs() {
+	var lines pairLines
+	for pr := range f.pairs() {
 		if !translated[pr.a.Address] && !translated[pr.b.Address] {
 			continue
 		}
 		onPath++
-		subj := pr.a.Address.String() + "<->" + pr.b.Address.String()
 		gpuA, gpuB := pr.a.IsGPU(), pr.b.IsGPU()
 		switch {
 		case gpuA && gpuB:
 			switch nv := f.nvlinkPair(pr.a.Address, pr.b.Address); {
 			case nv == nil:
 				unknown = true
-				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Unknown, Message: "GPU pair behind a translating IOMMU: without NVML it is unknown whether it talks over NVLink (unaffected) or PCIe (unsupported)"})
+				lines.finding(pr, Unknown, "GPU pair behind a translating IOMMU: without NVML it is unknown whether it talks over NVLink (unaffected) or PCIe (unsupported)")
+				lines.subject(pr)
 			case *nv:
-				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass, Message: "GPU pair talks over NVLink: the IOMMU is not on its path"})
+				lines.finding(pr, Pass, "GPU pair talks over NVLink: the IOMMU is not on its path")
 			default:
 				affected++
 				blocks = appendCap(blocks, CapP2P)
-				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Fail, Message: "GPU pair talks over PCIe through a translating IOMMU: unsupported on bare metal"})
+				lines.finding(pr, Fail, "GPU pair talks over PCIe through a translating IOMMU: unsupported on bare metal")
+				lines.subject(pr)
 			}
 		case (gpuA && isRDMANIC(pr.b)) || (gpuB && isRDMANIC(pr.a)):
 			switch dmabuf.state {
 			case Pass:
-				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass, Message: "GPUDirect RDMA over DMA-BUF maps the GPU through the IOMMU: unaffected"})
+				lines.finding(pr, Pass, "GPUDirect RDMA over DMA-BUF maps the GPU through the IOMMU: unaffected")
 			case Fail:
 				affected++
 				blocks = appendCap(blocks, CapGDR)
-				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Fail, Message: "GPUDirect RDMA through nvidia-peermem needs 1:1 addresses (" + dmabuf.why + ")"})
+				lines.finding(pr, Fail, "GPUDirect RDMA through nvidia-peermem needs 1:1 addresses (", dmabuf.why, ")")
+				lines.subject(pr)
 			default:
 				unknown = true
-				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Unknown, Message: "GPUDirect RDMA: unaffected over DMA-BUF, broken through nvidia-peermem; whether DMA-BUF is possible is unknown (" + dmabuf.why + ")"})
+				lines.finding(pr, Unknown, "GPUDirect RDMA: unaffected over DMA-BUF, broken through nvidia-peermem; whether DMA-BUF is possible is unknown (", dmabuf.why, ")")
+				lines.subject(pr)
 			}
 		default:
-			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass, Message: "kernel P2PDMA maps through the IOMMU where it must"})
+			lines.finding(pr, Pass, "kernel P2PDMA maps through the IOMMU where it must")
 		}
 	}
+	lines.listFindings(r)
 	n := len(translated)
 	switch {
 	case onPath == 0:
@@ -234,11 +239,7 @@ func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
 		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s), but no peer path needs passthrough (NVLink, DMA-BUF or kernel P2PDMA)", n)
 		return
 	}
-	for _, fd := range r.Findings {
-		if fd.Status == Fail || fd.Status == Unknown {
-			r.Subjects = append(r.Subjects, fd.Subject)
-		}
-	}
+	r.Subjects = append(r.Subjects, lines.subjects...)
 	r.Remediation = []string{
 		passthroughParam(f) + ", then reboot",
 		"or, per IOMMU group on Linux 5.11+ with the device's driver unbound: echo identity > /sys/kernel/iommu_groups/<group>/type",
@@ -306,11 +307,9 @@ func linked(l *gpu.NVLink, typ string, to *pcie.Address) bool {
 // moves data through the kernel's P2PDMA: an NVMe controller, an RDMA NIC or a
 // p2pmem provider.
 func (f *Facts) kernelP2PDMAUsers() bool {
-	for _, p := range f.pairs() {
-		for _, d := range []*pcie.Device{p.a, p.b} {
-			if d.IsNVMe() || isRDMANIC(d) || d.P2PMem != nil {
-				return true
-			}
+	for i, r := range f.roles {
+		if r&(roleNVMe|roleRDMA|roleP2PMem) != 0 && f.partners(i, r.pairsWith) > 0 {
+			return true
 		}
 	}
 	return false

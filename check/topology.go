@@ -26,20 +26,6 @@ func docRef(id string) string { return "docs/checks/" + id + ".md" }
 
 const noPairs = "fewer than two GPUs, NICs or NVMe controllers: no peer-to-peer pair to judge"
 
-// pairBlocks returns the capabilities a problem on the path between the
-// devices of p stands in the way of: GPU to GPU is p2p, GPU to RDMA NIC is
-// gdr, a pair with an NVMe controller or a p2pmem provider is nvme-p2p.
-func pairBlocks(p pair) []Capability {
-	gpu := func(d *pcie.Device) bool { return d.IsGPU() || d.IsAccelerator() }
-	switch {
-	case p.a.IsNVMe() || p.b.IsNVMe() || p.a.P2PMem != nil || p.b.P2PMem != nil:
-		return []Capability{CapNVMeP2P}
-	case gpu(p.a) && gpu(p.b):
-		return []Capability{CapP2P}
-	}
-	return []Capability{CapGDR}
-}
-
 // deviceBlocks returns the capabilities a problem on a device of interest
 // stands in the way of, by its role.
 func deviceBlocks(d *pcie.Device) []Capability {
@@ -86,50 +72,22 @@ func behindVMD(d *pcie.Device) bool { return d.HostBridge != nil && d.HostBridge
 // (nvidia-peermem or DMA-BUF) never goes through the kernel's P2PDMA.
 func checkReachability(f *Facts) Result {
 	r := Result{Refs: []string{docRef("p2p_reachability"), refP2PDMA, "linux Documentation/driver-api/pci/p2pdma.rst"}}
-	ps := f.pairs()
-	if len(ps) == 0 {
+	sc := f.scan()
+	if sc.n == 0 {
 		r.Status, r.Summary = Skip, noPairs
 		return r
 	}
-	counts := map[p2pdma.MapType]int{}
-	refusedGPU, unknown, vmd, users := 0, 0, 0, 0 // refused pairs without P2PDMA users; unknown P2PDMA pairs; refused pairs behind VMD; pairs with P2PDMA users
-	acsUnknown := false
-	var why string // the first unknown pair's reason
+	s := &sc.reach
+	counts, refusedGPU, refused, unknown, vmd, users := &s.counts, s.refusedGPU, s.refused, s.unknown, s.vmd, s.users
 	r.Status = Pass
-	for _, p := range ps {
-		v := f.verdict(p)
-		counts[v.MapType]++
-		subj := pairSubject(p)
-		kernelUser := slices.Contains(pairBlocks(p), CapNVMeP2P)
-		if kernelUser {
-			users++
-		}
-		switch {
-		case v.MapType == p2pdma.NotSupported && !kernelUser:
-			refusedGPU++
-			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass, Message: "not-supported for kernel P2PDMA, which GPU peer copies and GPUDirect RDMA do not use: " + v.Reason})
-		case v.MapType == p2pdma.NotSupported:
-			r.Status = Warn
-			r.Subjects = append(r.Subjects, subj)
-			r.addBlocks(CapNVMeP2P)
-			msg := "not-supported: " + v.Reason
-			if behindVMD(p.a) || behindVMD(p.b) {
-				vmd++
-				msg += " (an NVMe controller behind Intel VMD)"
-			}
-			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Warn, Message: msg})
-		case v.MapType == p2pdma.Unknown && kernelUser:
-			unknown++
-			acsUnknown = acsUnknown || acsUnread(v)
-			if why == "" {
-				why = v.Reason
-			}
-			r.Findings = append(r.Findings, Finding{Subject: subj, Status: Unknown, Message: "unknown: " + v.Reason})
-		}
+	if refused > 0 {
+		r.Status = Warn
+		r.addBlocks(CapNVMeP2P)
 	}
+	r.Subjects = slices.Clone(s.lines.subjects)
+	s.lines.listFindings(&r)
 	r.Observed = mapTypeCounts(counts)
 	r.Expected = "bus-addr or thru-host-bridge for every pair with an NVMe controller or p2pmem provider"
-	refused := len(r.Subjects)
 	switch {
 	case refused > 0:
 		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA for %d pair(s) with an NVMe controller or p2pmem provider", refused)
@@ -144,8 +102,8 @@ func checkReachability(f *Facts) Result {
 	case unknown > 0:
 		r.Status = Unknown
 		r.addBlocks(CapNVMeP2P)
-		r.Summary = fmt.Sprintf("the kernel's verdict is unknown for %d pair(s) with an NVMe controller or p2pmem provider, e.g. %s", unknown, why)
-		if acsUnknown {
+		r.Summary = fmt.Sprintf("the kernel's verdict is unknown for %d pair(s) with an NVMe controller or p2pmem provider, e.g. %s", unknown, s.why)
+		if s.acsUnknown {
 			r.Summary += " (" + f.unreadable() + ")"
 			r.Remediation = []string{f.seeConfig("ACS Control")}
 		} else {
@@ -157,14 +115,14 @@ func checkReachability(f *Facts) Result {
 	case refusedGPU > 0:
 		r.Summary = fmt.Sprintf("the kernel refuses P2PDMA only for %d pair(s) of GPUs and NICs, which do not use it (GPU copies follow the NVIDIA driver, GPUDirect RDMA uses nvidia-peermem or DMA-BUF)", refusedGPU)
 	default:
-		r.Summary = fmt.Sprintf("the kernel allows P2PDMA for all %d pair(s): %s", len(ps), r.Observed)
+		r.Summary = fmt.Sprintf("the kernel allows P2PDMA for all %d pair(s): %s", sc.n, r.Observed)
 	}
 	return r
 }
 
 func pairSubject(p pair) string { return p.a.Address.String() + "<->" + p.b.Address.String() }
 
-func mapTypeCounts(c map[p2pdma.MapType]int) string {
+func mapTypeCounts(c *mapTypeCount) string {
 	var parts []string
 	for _, m := range []p2pdma.MapType{p2pdma.BusAddr, p2pdma.ThruHostBridge, p2pdma.NotSupported, p2pdma.Unknown} {
 		if c[m] > 0 {
@@ -191,29 +149,13 @@ func mapTypeCounts(c map[p2pdma.MapType]int) string {
 // on the NICs.
 func checkACSPath(f *Facts) Result {
 	r := Result{Refs: []string{docRef("acs_path"), refP2PDMA, refACSRedi, refNCCLVM}}
-	ps := f.pairs()
-	if len(ps) == 0 {
+	sc := f.scan()
+	if sc.n == 0 {
 		r.Status, r.Summary = Skip, noPairs
 		return r
 	}
-	bridges := map[pcie.Address][]string{} // bridge → pairs it redirects
-	setpci := map[pcie.Address]string{}    // bridge → its p2pdma.Fix setpci command
-	var unknown []string
-	var redirectBlocks, unknownBlocks []Capability
-	for _, p := range ps {
-		v := f.verdict(p)
-		if v.Fix != nil {
-			for i, a := range v.ACSRedirect {
-				bridges[a] = append(bridges[a], pairSubject(p))
-				setpci[a] = v.Fix.Setpci[i]
-			}
-			redirectBlocks = append(redirectBlocks, pairBlocks(p)...)
-		}
-		if len(v.ACSRedirect) == 0 && acsUnread(v) {
-			unknown = append(unknown, pairSubject(p))
-			unknownBlocks = append(unknownBlocks, pairBlocks(p)...)
-		}
-	}
+	s := &sc.acs
+	bridges, setpci := s.bridges, s.setpci
 	addrs := sortedKeys(bridges)
 	if f.Hypervisor() {
 		r.Status = Skip
@@ -226,14 +168,14 @@ func checkACSPath(f *Facts) Result {
 	switch {
 	case len(addrs) > 0:
 		r.Status = Fail
-		r.addBlocks(redirectBlocks...)
+		r.addBlocks(s.redirectBlocks...)
 		r.Summary = fmt.Sprintf("ACS redirect on %d bridge(s) between peers: their traffic is forced through the root complex", len(addrs))
 		for _, a := range addrs {
 			d := f.Node.Topology.Device(a)
 			acs, _ := d.ACS()
 			r.Subjects = append(r.Subjects, a.String())
 			r.Findings = append(r.Findings, Finding{Subject: a.String(), Status: Fail,
-				Message: fmt.Sprintf("%s, ACSCtl %s, on the path of %d pair(s), e.g. %s; fix: %s", bridgeWhat(d), pcie.ACSString(acs.Control), len(bridges[a]), bridges[a][0], setpci[a])})
+				Message: fmt.Sprintf("%s, ACSCtl %s, on the path of %d pair(s), e.g. %s; fix: %s", bridgeWhat(d), pcie.ACSString(acs.Control), bridges[a].n, bridges[a].first, setpci[a])})
 			r.Evidence = append(r.Evidence, Evidence{Source: "/sys/bus/pci/devices/" + a.String() + "/config ECAP_ACS+6.w", Value: fmt.Sprintf("%04x", acs.Control)})
 		}
 		names := addrList(addrs)
@@ -241,18 +183,18 @@ func checkACSPath(f *Facts) Result {
 		r.Expected = "no ACS redirect between peers below a common bridge"
 		r.Remediation = append(r.Remediation, "kernel command line: \""+"pci=disable_acs_redir="+strings.ReplaceAll(names, ", ", ";")+"\" (quote it: the ';' is part of it), or disable ACS in the BIOS")
 		r.Remediation = append(r.Remediation, setpciAll(addrs, setpci)+" (at run time, lost at reboot)")
-		if len(unknown) > 0 {
-			r.Summary += fmt.Sprintf("; %d more pair(s) unknown", len(unknown))
+		if s.unknown > 0 {
+			r.Summary += fmt.Sprintf("; %d more pair(s) unknown", s.unknown)
 		}
-	case len(unknown) > 0:
+	case s.unknown > 0:
 		r.Status = Unknown
-		r.addBlocks(unknownBlocks...)
-		r.Summary = fmt.Sprintf("ACS unknown on the paths of %d of %d pairs: %s", len(unknown), len(ps), f.unreadable())
-		r.Subjects = unknown
+		r.addBlocks(s.unknownBlocks...)
+		r.Summary = fmt.Sprintf("ACS unknown on the paths of %d of %d pairs: %s", s.unknown, sc.n, f.unreadable())
+		r.Subjects = slices.Clone(s.lines.subjects)
 		r.Remediation = []string{f.seeConfig("ACS Control")}
 	default:
 		r.Status = Pass
-		r.Summary = fmt.Sprintf("no ACS redirect between the %d peer pair(s)", len(ps))
+		r.Summary = fmt.Sprintf("no ACS redirect between the %d peer pair(s)", sc.n)
 		r.Observed = "ACS redirect clear on every shared path"
 	}
 	return r
@@ -453,44 +395,6 @@ func gpuLinks(f *Facts) string {
 		parts[i] = fmt.Sprintf("%dx %s", counts[l], l)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// pathDevices returns the devices of interest and every bridge on the paths of
-// the pairs of interest, each once, in address order.
-func (f *Facts) pathDevices() []*pcie.Device {
-	seen := map[*pcie.Device]bool{}
-	for _, d := range f.devices {
-		if d.IsGPU() || isRDMANIC(d) || d.IsNVMe() || d.IsAccelerator() {
-			seen[d] = true
-		}
-	}
-	for _, p := range f.pairs() {
-		for _, h := range f.Node.Topology.Path(p.a, p.b).Hops {
-			seen[h.Device] = true
-		}
-	}
-	var out []*pcie.Device
-	for d := range seen {
-		out = append(out, d)
-	}
-	slices.SortFunc(out, func(a, b *pcie.Device) int { return a.Address.Compare(b.Address) })
-	return out
-}
-
-// pathBlocks maps every device of pathDevices to the capabilities a problem
-// on it stands in the way of: its own role's, and those of the pairs whose
-// path crosses it.
-func (f *Facts) pathBlocks() map[*pcie.Device][]Capability {
-	m := map[*pcie.Device][]Capability{}
-	for _, d := range f.devices {
-		m[d] = deviceBlocks(d)
-	}
-	for _, p := range f.pairs() {
-		for _, h := range f.Node.Topology.Path(p.a, p.b).Hops {
-			m[h.Device] = append(m[h.Device], pairBlocks(p)...)
-		}
-	}
-	return m
 }
 
 // checkAER judges the AER error counters of the functions on peer paths
@@ -697,8 +601,16 @@ func checkGPUNICAffinity(f *Facts) Result {
 	}
 	r.Status = Pass
 	var classes, unknown []string
-	for _, g := range gpus {
-		best, bestRes := nearestNIC(g, nics)
+	near := make([]nearNIC, len(gpus))
+	var relays []int // the GPUs with a NIC within NCCL's default reach, PXN's candidates
+	for i, g := range gpus {
+		near[i].nic, near[i].res = nearestNIC(g, nics)
+		if pathclass.NCCLGDRByDefault(near[i].res.Class) {
+			relays = append(relays, i)
+		}
+	}
+	for i, g := range gpus {
+		best, bestRes := near[i].nic, near[i].res
 		classes = append(classes, fmt.Sprintf("%s (NUMA %s)->%s (NUMA %s) %s", g.Address, numaString(g), label(best), numaString(best), bestRes))
 		if pathclass.NCCLGDRByDefault(bestRes.Class) {
 			continue
@@ -718,7 +630,7 @@ func checkGPUNICAffinity(f *Facts) Result {
 		if gn, nn := numaString(g), numaString(best); gn != nn {
 			msg += fmt.Sprintf("; GPU on NUMA node %s, NIC on %s", gn, nn)
 		}
-		if h, n, linked, known := f.pxnRelay(g, gpus, nics); h != nil {
+		if h, n, linked, known := f.pxnRelay(g, gpus, near, relays); h != nil {
 			switch {
 			case linked:
 				r.Findings = append(r.Findings, Finding{Subject: subj, Status: Pass,
@@ -767,25 +679,31 @@ func nearestNIC(g *pcie.Device, nics []*pcie.Device) (*pcie.Device, pathclass.Re
 	return best, bestRes
 }
 
+// nearNIC is a GPU's nearest NIC and NCCL's path class to it.
+type nearNIC struct {
+	nic *pcie.Device
+	res pathclass.Result
+}
+
 // pxnRelay finds another GPU h with a NIC n within PXB, the relay NCCL's PXN
 // would use for g (src/graph/paths.cc ncclTopoComputePaths: the NIC's local
-// GPU, NVLink-connected to g, within PXB of the NIC). linked and known are
-// nvlinked(g, h). h is nil when there is no candidate.
-func (f *Facts) pxnRelay(g *pcie.Device, gpus, nics []*pcie.Device) (h, n *pcie.Device, linked, known bool) {
-	for _, c := range gpus {
+// GPU, NVLink-connected to g, within PXB of the NIC): the first such GPU that is
+// NVLink-connected to g, else the first such GPU. near holds the nearest NIC of
+// each of gpus and relays the indices of those with one within PXB. linked and
+// known are nvlinked(g, h). h is nil when there is no candidate.
+func (f *Facts) pxnRelay(g *pcie.Device, gpus []*pcie.Device, near []nearNIC, relays []int) (h, n *pcie.Device, linked, known bool) {
+	ng := f.nvmlGPU(g.Address)
+	for _, i := range relays {
+		c := gpus[i]
 		if c == g {
-			continue
-		}
-		nic, res := nearestNIC(c, nics)
-		if !pathclass.NCCLGDRByDefault(res.Class) {
 			continue
 		}
 		l, k := f.nvlinked(g, c)
 		if l || h == nil {
-			h, n, linked, known = c, nic, l, k
+			h, n, linked, known = c, near[i].nic, l, k
 		}
-		if l {
-			return
+		if l || ng == nil || ng.NVLink == nil {
+			return // without g's NVLink facts no other candidate is linked
 		}
 	}
 	return
