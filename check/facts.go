@@ -161,7 +161,10 @@ type Facts struct {
 	// readable (root); PrivilegeKnown is false when no function's config was read.
 	Privileged, PrivilegeKnown bool
 
-	calc    *p2pdma.Calculator
+	calc *p2pdma.Calculator
+	// gaps is true when some function's parent is not known: verdicts are then
+	// checked for walks through it (p2pdma.CheckComplete).
+	gaps    bool
 	devices []*pcie.Device // node.Interesting()
 	roles   []role         // roleOf(devices[i])
 	perRole [numRoles]int  // devices of each role
@@ -185,6 +188,7 @@ func NewFacts(n *node.Node, in Inputs) *Facts {
 		case l > 0:
 			f.PrivilegeKnown = true
 		}
+		f.gaps = f.gaps || d.PathIncomplete
 	}
 	f.calc = p2pdma.NewCalculator(n.Topology, n.P2P)
 	f.devices = n.Interesting()
@@ -240,7 +244,15 @@ func (f *Facts) filter(keep func(*pcie.Device) bool) []*pcie.Device {
 const vendorNVIDIA = 0x10de
 
 // verdict is the kernel's P2PDMA verdict with a as provider and b as client.
-func (f *Facts) verdict(p pair) p2pdma.Verdict { return f.calc.Calc(p.a, p.b) }
+func (f *Facts) verdict(p pair) p2pdma.Verdict {
+	v := f.calc.Calc(p.a, p.b)
+	if f.gaps {
+		// A verdict whose walk crosses a function of unknown parent is unknown, as
+		// pair and pairs say it.
+		v = p2pdma.CheckComplete(v, p.a, p.b)
+	}
+	return v
+}
 
 // kind names a device's role for messages.
 func kind(d *pcie.Device) string {
