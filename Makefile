@@ -66,7 +66,7 @@ release:
 release-check:
 	cd $(DIST) && sha256sum --quiet -c SHA256SUMS
 	set -e; for f in linux_amd64/p2pcheck linux_amd64/gdrbench linux_amd64_nvml/p2pcheck; do \
-	  $(DIST)/$$f --version | tee /dev/stderr | grep -q ' $(VERSION) commit=$(shell echo $(COMMIT) | cut -c1-12) '; done
+	  v=$$($(DIST)/$$f --version); echo "$$v"; echo "$$v" | grep -q ' $(VERSION) commit=$(shell echo $(COMMIT) | cut -c1-12) '; done
 	$(DIST)/linux_amd64/p2pcheck --version | grep -q ' nvml=false cuda=false '
 	$(DIST)/linux_amd64_nvml/p2pcheck --version | grep -q ' nvml=true cuda=true '
 	set -e; for f in linux_amd64/p2pcheck linux_amd64/gdrbench linux_arm64/p2pcheck linux_arm64/gdrbench; do \
