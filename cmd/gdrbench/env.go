@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/p2pkit/p2pkit/gdrcopy"
+	"github.com/p2pkit/p2pkit/internal/cli"
 )
 
 // env is what a command works with: the device memory, the open driver and
@@ -103,10 +104,10 @@ func (e *env) require() error {
 		if e.o.format == "text" {
 			e.rep.GDRDrv.writeText(e.o.stderr)
 		}
-		return &exitError{code: exitNotReady}
+		return cli.Exit(exitNotReady, nil)
 	}
 	if e.va == 0 {
-		return &exitError{code: exitNoGPU, err: fmt.Errorf("no GPU memory to work on (%v); pass --va to use an existing range", e.noGPU)}
+		return cli.Exit(exitNoGPU, fmt.Errorf("no GPU memory to work on (%v); pass --va to use an existing range", e.noGPU))
 	}
 	return nil
 }

@@ -9,17 +9,17 @@
 // usable gdrbench says what is missing and how to fix it, and exits 2; copylat
 // still measures the cuMemcpy baseline first when a GPU is present.
 //
-// Exit codes: 0 success, 1 a test or benchmark failed, 2 gdrdrv not usable,
-// 3 no GPU to work on, 64 usage error.
+// Exit codes: 0 success, 1 a test or benchmark failed (or an internal error),
+// 2 gdrdrv not usable, 3 no GPU to work on, 64 usage error.
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/p2pkit/p2pkit/internal/buildinfo"
+	"github.com/p2pkit/p2pkit/internal/cli"
 	"github.com/p2pkit/p2pkit/internal/cuda"
 )
 
@@ -31,25 +31,10 @@ const (
 	exitUsage    = 64
 )
 
-// exitError carries the exit code a command wants; err, when set, is printed.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
-
-func failError(err error) error { return &exitError{code: exitFail, err: err} }
+func failError(err error) error { return cli.Exit(exitFail, err) }
 
 func usageError(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+	return cli.Exit(exitUsage, fmt.Errorf(format, args...))
 }
 
 // versionLine is what --version prints: version, commit, and whether CUDA
@@ -63,26 +48,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes gdrbench with args and returns the process exit code.
+// run executes gdrbench with args and returns the process exit code. A panic
+// is an internal error: it is reported with its stack and exits 1, never with
+// the runtime's own exit code 2, which means "gdrdrv not usable".
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := newRootCommand(stdout, stderr)
 	cmd.Version = versionLine()
 	cmd.SetVersionTemplate("{{.Version}}\n")
 	cmd.SetOut(stdout)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	if err == nil {
-		return exitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "gdrbench:", ee.err)
-		}
-		return ee.code
-	}
-	// What cobra reports itself (unknown command or flag, bad value) is usage.
-	fmt.Fprintln(stderr, "gdrbench:", err)
-	fmt.Fprintln(stderr, "Run 'gdrbench --help' for usage.")
-	return exitUsage
+	return cli.Execute(cmd, args, stderr, cli.Codes{OK: exitOK, Usage: exitUsage, Internal: exitFail})
 }

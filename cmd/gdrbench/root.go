@@ -37,7 +37,7 @@ range this process can already pin instead (its length is the command's -s).
 When gdrdrv is not usable gdrbench prints what is missing and the fix, and exits
 2; copylat first measures the cuMemcpy baseline if a GPU is present.
 
-Exit codes: 0 success, 1 a test or benchmark failed, 2 gdrdrv not usable,
+Exit codes: 0 success, 1 a test or benchmark failed (or an internal error), 2 gdrdrv not usable,
 3 no GPU to work on, 64 usage error.`
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {

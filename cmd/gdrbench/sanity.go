@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/p2pkit/p2pkit/gdrcopy"
+	"github.com/p2pkit/p2pkit/internal/cli"
 )
 
 type sanityOptions struct {
@@ -125,7 +126,7 @@ func (so *sanityOptions) run(o *globalOptions) (err error) {
 			len(results), count("pass"), count("fail"), count("waived"))
 	}
 	if failed > 0 {
-		return &exitError{code: exitFail}
+		return cli.Exit(exitFail, nil)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/internal/cli"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -80,8 +81,8 @@ func (fo *fixOptions) run() error {
 		return usageError("fix: --apply and --persist change a machine, not a snapshot")
 	}
 	if fo.apply && o.root == "/" && geteuid() != 0 {
-		return &exitError{code: exitFail, err: errors.New("fix --apply changes PCI config space and needs root " +
-			"(CAP_SYS_ADMIN); nothing was changed. Run 'sudo p2pcheck fix --apply', or 'p2pcheck fix' for the plan")}
+		return cli.Exit(exitFail, errors.New("fix --apply changes PCI config space and needs root "+
+			"(CAP_SYS_ADMIN); nothing was changed. Run 'sudo p2pcheck fix --apply', or 'p2pcheck fix' for the plan"))
 	}
 	n, err := o.load()
 	if err != nil {
@@ -129,7 +130,7 @@ func (fo *fixOptions) run() error {
 		return err
 	}
 	if rep.ExitCode != 0 {
-		return &exitError{code: rep.ExitCode}
+		return cli.Exit(rep.ExitCode, nil)
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/p2pkit/p2pkit/internal/cli"
 )
 
 // dirNames lists dir's entries.
@@ -76,8 +78,8 @@ func TestWriteFileAtomicErrors(t *testing.T) {
 	}); !errors.Is(err, boom) {
 		t.Errorf("err %v, want boom", err)
 	}
-	var ee *exitError
-	if err := writeFileAtomic(target, false, func(*os.File) error { return nil }); !errors.As(err, &ee) || ee.code != exitUsage {
+	var ee *cli.ExitError
+	if err := writeFileAtomic(target, false, func(*os.File) error { return nil }); !errors.As(err, &ee) || ee.Code != exitUsage {
 		t.Errorf("without force: %v, want a usage error", err)
 	}
 	if b, _ := os.ReadFile(target); string(b) != "old" {

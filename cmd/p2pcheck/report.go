@@ -20,6 +20,7 @@ import (
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/check/probe"
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/internal/cli"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/render"
@@ -197,8 +198,8 @@ func (ro *reportOptions) report(ids []string) error {
 	// milliseconds and no check needs them.
 	n, err := o.loadWith(node.Options{NoNames: ro.quick, NoGPU: ro.quick})
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) && ee.code == exitNoEval {
+		var ee *cli.ExitError
+		if errors.As(err, &ee) && ee.Code == exitNoEval {
 			// The previous run's files must not stay in place looking current.
 			if werr := ro.writeUnevaluated(start); werr != nil {
 				fmt.Fprintln(o.stderr, "p2pcheck:", werr)
@@ -231,7 +232,7 @@ func (ro *reportOptions) report(ids []string) error {
 		return err
 	}
 	if rep.ExitCode != 0 {
-		return &exitError{code: rep.ExitCode}
+		return cli.Exit(rep.ExitCode, nil)
 	}
 	return nil
 }
@@ -414,11 +415,11 @@ func (ro *reportOptions) every(ctx context.Context, ids []string) error {
 	defer t.Stop()
 	for {
 		err := ro.report(ids)
-		var ee *exitError
+		var ee *cli.ExitError
 		switch {
-		case errors.As(err, &ee) && ee.code == exitUsage:
+		case errors.As(err, &ee) && ee.Code == exitUsage:
 			return err
-		case errors.As(err, &ee) && ee.err == nil:
+		case errors.As(err, &ee) && ee.Err == nil:
 			// The report's own verdict: the output says it.
 		case err != nil:
 			fmt.Fprintln(ro.global.stderr, "p2pcheck:", err)

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/p2pkit/p2pkit/internal/cli"
 )
 
 // globalOptions are the flags every command takes.
@@ -55,7 +57,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%w (run 'p2pcheck --help')", err)}
+		return cli.Exit(exitUsage, fmt.Errorf("%w (run 'p2pcheck --help')", err))
 	})
 	cmd.SetVersionTemplate("{{.Version}}\n")
 
@@ -92,7 +94,7 @@ func runErrors(cmd *cobra.Command) {
 	if run := cmd.RunE; run != nil {
 		cmd.RunE = func(c *cobra.Command, args []string) error {
 			err := run(c, args)
-			var ee *exitError
+			var ee *cli.ExitError
 			if err != nil && !errors.As(err, &ee) {
 				return noEvalError(err)
 			}
