@@ -220,15 +220,12 @@ func (f *Facts) GPUs() []*pcie.Device { return f.filter((*pcie.Device).IsGPU) }
 func (f *Facts) NICs() []*pcie.Device { return f.filter(isRDMANIC) }
 
 func isRDMANIC(d *pcie.Device) bool {
-	return d.IsNIC() && (len(d.RDMADevs) > 0 || d.ClassCode()>>8 == classInfiniBand)
+	return d.IsNIC() && (len(d.RDMADevs) > 0 || d.ClassCode()>>8 == pcie.ClassInfiniBand)
 }
-
-// classInfiniBand is the PCI class code of InfiniBand controllers (base 02, sub 07).
-const classInfiniBand = 0x0207
 
 // NVIDIAGPUs returns the GPUs made by NVIDIA.
 func (f *Facts) NVIDIAGPUs() []*pcie.Device {
-	return f.filter(func(d *pcie.Device) bool { return d.IsGPU() && d.Vendor == vendorNVIDIA })
+	return f.filter(func(d *pcie.Device) bool { return d.IsGPU() && d.Vendor == pcie.VendorNVIDIA })
 }
 
 func (f *Facts) filter(keep func(*pcie.Device) bool) []*pcie.Device {
@@ -240,8 +237,6 @@ func (f *Facts) filter(keep func(*pcie.Device) bool) []*pcie.Device {
 	}
 	return out
 }
-
-const vendorNVIDIA = 0x10de
 
 // verdict is the kernel's P2PDMA verdict with a as provider and b as client.
 func (f *Facts) verdict(p pair) p2pdma.Verdict {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/matrix"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 )
@@ -24,16 +25,20 @@ const (
 // numRoles is the number of roles: every combination of the bits above.
 const numRoles = int(roleP2PMem) << 1
 
-// roleOf returns the role of a device.
+// roleOf returns the role of a device of interest: its matrix.RoleOf role
+// (GPUs and accelerators pair alike; a NIC counts only when it does RDMA), and
+// p2pmem besides, since a GPU or NVMe controller may publish p2pmem too.
 func roleOf(d *pcie.Device) role {
 	var r role
-	if d.IsGPU() || d.IsAccelerator() {
+	primary, _ := matrix.RoleOf(d)
+	switch primary {
+	case matrix.GPU, matrix.Accelerator:
 		r |= roleGPU
-	}
-	if isRDMANIC(d) {
-		r |= roleRDMA
-	}
-	if d.IsNVMe() {
+	case matrix.NIC:
+		if isRDMANIC(d) {
+			r |= roleRDMA
+		}
+	case matrix.NVMe:
 		r |= roleNVMe
 	}
 	if d.P2PMem != nil {

@@ -230,7 +230,7 @@ func (f *Facts) deviceList() []Device {
 		if l := d.Link(); l.Current.Known() || l.Max.Known() {
 			dev.Link = &Link{CurrentGen: int(l.Current.Speed), CurrentWidth: l.Current.Width, MaxGen: int(l.Max.Speed), MaxWidth: l.Max.Width}
 		}
-		if d.IsGPU() && d.Vendor == vendorNVIDIA {
+		if d.IsGPU() && d.Vendor == pcie.VendorNVIDIA {
 			if b, ok := BAR1(d); ok {
 				n := b.Size()
 				dev.BAR1Bytes = &n

@@ -551,7 +551,7 @@ func checkNUMANode(f *Facts) Result {
 // GB300, or whose device ID is one of those parts' (GH200 0x2342 and 0x2348,
 // GB200 0x2941).
 func (f *Facts) graceC2C(d *pcie.Device) bool {
-	if d.Vendor != vendorNVIDIA || !f.Arm64() {
+	if d.Vendor != pcie.VendorNVIDIA || !f.Arm64() {
 		return false
 	}
 	if g := f.nvmlGPU(d.Address); g != nil {
