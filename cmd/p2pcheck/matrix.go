@@ -33,14 +33,7 @@ and IDs; --pci-ids FILE adds product names.`,
 			if err != nil {
 				return err
 			}
-			f, err := gpus()
-			switch {
-			case err == nil:
-				n.GPU = f
-			case !errors.Is(err, gpu.ErrNoNVML) && !errors.Is(err, errNVMLSkipped):
-				n.Warnings = append(n.Warnings, err)
-			}
-			n.NameGPUs() // from NVML live, or from what a snapshot recorded
+			attachNVML(n, gpus)
 			m := buildMatrix(n)
 			if o.format == "json" {
 				return render.MatrixJSON(o.stdout, m)
@@ -88,6 +81,20 @@ func startNVML(skip error, probe func() (*gpu.Facts, error)) func() (*gpu.Facts,
 		r := <-done
 		return r.f, r.err
 	}
+}
+
+// attachNVML waits for the NVML probe started by startNVML and gives its facts to
+// n; an error other than "no NVML" or a skip becomes one of n's warnings. GPUs are
+// then named from NVML live, or from what a snapshot recorded.
+func attachNVML(n *node.Node, gpus func() (*gpu.Facts, error)) {
+	f, err := gpus()
+	switch {
+	case err == nil:
+		n.GPU = f
+	case !errors.Is(err, gpu.ErrNoNVML) && !errors.Is(err, errNVMLSkipped):
+		n.Warnings = append(n.Warnings, err)
+	}
+	n.NameGPUs()
 }
 
 // buildMatrix is the grid of the node's devices, with NVLink counts when NVML was

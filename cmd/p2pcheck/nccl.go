@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -88,14 +87,7 @@ func (no *ncclOptions) run() error {
 	if err != nil {
 		return err
 	}
-	f, err := gpus()
-	switch {
-	case err == nil:
-		n.GPU = f
-	case !errors.Is(err, gpu.ErrNoNVML) && !errors.Is(err, errNVMLSkipped):
-		n.Warnings = append(n.Warnings, err)
-	}
-	n.NameGPUs() // from NVML live, or from what a snapshot recorded
+	attachNVML(n, gpus)
 	live := o.snapshot == ""
 	env := map[string]string{}
 	var ifaces []nccl.Interface
