@@ -2,6 +2,7 @@ package gdrcopy
 
 import (
 	"fmt"
+	"runtime/debug"
 	"unsafe"
 
 	"github.com/p2pkit/p2pkit/gdrcopy/internal/wccopy"
@@ -17,14 +18,16 @@ func (m *Mapping) StoreUint32(off int, v uint32) (err error) {
 	if !ok {
 		return m.refuseWord("store uint32", off, 4)
 	}
-	g := armGuard()
+	pof := debug.SetPanicOnFault(true)
+	done := false
 	defer func() {
-		if !g.done {
-			err = m.fault("store uint32", g, recover())
+		if !done {
+			err = m.fault("store uint32", pof, recover())
 		}
 	}()
 	wccopy.Store32((*uint32)(p), v)
-	g.disarm()
+	restorePanicOnFault(pof)
+	done = true
 	return nil
 }
 
@@ -34,14 +37,16 @@ func (m *Mapping) StoreUint64(off int, v uint64) (err error) {
 	if !ok {
 		return m.refuseWord("store uint64", off, 8)
 	}
-	g := armGuard()
+	pof := debug.SetPanicOnFault(true)
+	done := false
 	defer func() {
-		if !g.done {
-			err = m.fault("store uint64", g, recover())
+		if !done {
+			err = m.fault("store uint64", pof, recover())
 		}
 	}()
 	wccopy.Store64((*uint64)(p), v)
-	g.disarm()
+	restorePanicOnFault(pof)
+	done = true
 	return nil
 }
 
@@ -54,14 +59,16 @@ func (m *Mapping) LoadUint32(off int) (v uint32, err error) {
 	if !ok {
 		return 0, m.refuseWord("load uint32", off, 4)
 	}
-	g := armGuard()
+	pof := debug.SetPanicOnFault(true)
+	done := false
 	defer func() {
-		if !g.done {
-			err = m.fault("load uint32", g, recover())
+		if !done {
+			err = m.fault("load uint32", pof, recover())
 		}
 	}()
 	v = wccopy.Load32((*uint32)(p))
-	g.disarm()
+	restorePanicOnFault(pof)
+	done = true
 	return v, nil
 }
 
@@ -71,14 +78,16 @@ func (m *Mapping) LoadUint64(off int) (v uint64, err error) {
 	if !ok {
 		return 0, m.refuseWord("load uint64", off, 8)
 	}
-	g := armGuard()
+	pof := debug.SetPanicOnFault(true)
+	done := false
 	defer func() {
-		if !g.done {
-			err = m.fault("load uint64", g, recover())
+		if !done {
+			err = m.fault("load uint64", pof, recover())
 		}
 	}()
 	v = wccopy.Load64((*uint64)(p))
-	g.disarm()
+	restorePanicOnFault(pof)
+	done = true
 	return v, nil
 }
 
