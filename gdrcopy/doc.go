@@ -62,9 +62,8 @@
 // than 2.5 cannot say which mode they run in and are treated as
 // non-persistent. What a copy costs on top of its kernel is one atomic load
 // of the mapping's state, a bounds check and the guard (two calls of
-// SetPanicOnFault, one when the goroutine had it on already, and one
-// deferred call, which recovers only on a fault); BenchmarkCopy measures
-// it.
+// SetPanicOnFault and one deferred call, which recovers only on a fault);
+// BenchmarkCopy measures it.
 //
 // # Concurrency
 //

@@ -109,11 +109,10 @@ func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
 		return nil
 	}
 	dst := m.mem[off : off+len(src) : off+len(src)]
-	pof := debug.SetPanicOnFault(true)
-	done := false
+	g := armGuard()
 	defer func() {
-		if !done {
-			err = m.fault("copy to device", pof, recover())
+		if !g.done {
+			err = m.fault("copy to device", g, recover())
 		}
 	}()
 	if m.typ == MappingCaching {
@@ -121,8 +120,7 @@ func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
 	} else {
 		wccopy.ToDevice(dst, src)
 	}
-	restorePanicOnFault(pof)
-	done = true
+	g.disarm()
 	return nil
 }
 
@@ -137,11 +135,10 @@ func (m *Mapping) CopyFromDevice(dst []byte, off int) (err error) {
 		return nil
 	}
 	src := m.mem[off : off+len(dst) : off+len(dst)]
-	pof := debug.SetPanicOnFault(true)
-	done := false
+	g := armGuard()
 	defer func() {
-		if !done {
-			err = m.fault("copy from device", pof, recover())
+		if !g.done {
+			err = m.fault("copy from device", g, recover())
 		}
 	}()
 	if m.typ == MappingCaching {
@@ -149,8 +146,7 @@ func (m *Mapping) CopyFromDevice(dst []byte, off int) (err error) {
 	} else {
 		wccopy.FromDevice(dst, src)
 	}
-	restorePanicOnFault(pof)
-	done = true
+	g.disarm()
 	return nil
 }
 
@@ -172,22 +168,23 @@ func (m *Mapping) Kernels() (toDevice, fromDevice func(dst, src []byte) int) {
 
 func copyBytes(dst, src []byte) int { return copy(dst, src) }
 
-// The fault guard. Every copy turns panic-on-fault on for its goroutine
-// (debug.SetPanicOnFault returns the goroutine's setting, pof) and defers a
-// function that recovers only if the kernel did not return (done unset) and
-// hands the panic to [Mapping.fault]. Once the kernel has returned, the copy
-// calls restorePanicOnFault(pof) and sets done, so the normal path is two
-// calls of SetPanicOnFault and one deferred call that returns at once.
-//
-// restorePanicOnFault sets panic-on-fault back to off when it was off before
-// the copy, and leaves it on otherwise. Restoring with the constant false
-// under a branch, rather than with the saved value, keeps the stored value
-// independent of the load that SetPanicOnFault(true) made: consecutive copies
-// do not form a chain of loads and stores through the goroutine's flag.
-func restorePanicOnFault(pof bool) {
-	if !pof {
-		debug.SetPanicOnFault(false)
-	}
+// guard is the fault guard of one copy. armGuard turns panic-on-fault on
+// for the goroutine; disarm, after the kernel returned, restores the
+// goroutine's setting. A copy defers a function that does nothing once the
+// guard is disarmed, and otherwise hands what it recovers to
+// [Mapping.fault], which restores the setting first. The deferred function
+// calls recover only on the fault path, which keeps the normal path to two
+// calls of SetPanicOnFault and the deferred call.
+type guard struct {
+	pof  bool // the goroutine's setting before the copy
+	done bool // the kernel returned
+}
+
+func armGuard() *guard { return &guard{pof: debug.SetPanicOnFault(true)} }
+
+func (g *guard) disarm() {
+	debug.SetPanicOnFault(g.pof)
+	g.done = true
 }
 
 // errNoAddress is the runtime's value for a memory fault whose address is
@@ -202,13 +199,13 @@ var errNoAddress = func() (r any) {
 	return nil
 }()
 
-// fault restores the goroutine's panic-on-fault setting to pof, as it was
-// before the copy, and classifies r, a panic recovered from a copy. A fault
-// inside the mapping after Close is ErrClosed. In non-persistent mode any
-// other fault inside it means the driver tore the mapping down because the
-// memory was freed (gdrdrv.c gdrdrv_get_pages_free_callback):
-// ErrInvalidated. In persistent mode nothing should tear it down, so the
-// fault is reported as such: ErrFault.
+// fault restores the goroutine's panic-on-fault setting saved in g and
+// classifies r, a panic recovered from a copy. A fault inside the
+// mapping after Close is ErrClosed. In non-persistent mode any other fault
+// inside it means the driver tore the mapping down because the memory was
+// freed (gdrdrv.c gdrdrv_get_pages_free_callback): ErrInvalidated. In
+// persistent mode nothing should tear it down, so the fault is reported as
+// such: ErrFault.
 //
 // A memory fault reported without an address, or at one outside the
 // mapping, is the mapping's only if the driver confirms that it tore the
@@ -216,8 +213,8 @@ var errNoAddress = func() (r any) {
 // again. Real kernels report the address of a SIGBUS on a torn-down gdrdrv
 // mapping, but qemu-user 7.2 does not: it delivers the SIGBUS that the host
 // raises for the guest with si_addr zero or unrelated to the access.
-func (m *Mapping) fault(op string, pof bool, r any) error {
-	restorePanicOnFault(pof)
+func (m *Mapping) fault(op string, g *guard, r any) error {
+	debug.SetPanicOnFault(g.pof)
 	f, hasAddr := r.(interface{ Addr() uintptr })
 	if !hasAddr && r != errNoAddress {
 		panic(r)

@@ -2,7 +2,6 @@ package gdrcopy
 
 import (
 	"fmt"
-	"runtime/debug"
 	"unsafe"
 
 	"github.com/p2pkit/p2pkit/gdrcopy/internal/wccopy"
@@ -18,16 +17,14 @@ func (m *Mapping) StoreUint32(off int, v uint32) (err error) {
 	if !ok {
 		return m.refuseWord("store uint32", off, 4)
 	}
-	pof := debug.SetPanicOnFault(true)
-	done := false
+	g := armGuard()
 	defer func() {
-		if !done {
-			err = m.fault("store uint32", pof, recover())
+		if !g.done {
+			err = m.fault("store uint32", g, recover())
 		}
 	}()
 	wccopy.Store32((*uint32)(p), v)
-	restorePanicOnFault(pof)
-	done = true
+	g.disarm()
 	return nil
 }
 
@@ -37,16 +34,14 @@ func (m *Mapping) StoreUint64(off int, v uint64) (err error) {
 	if !ok {
 		return m.refuseWord("store uint64", off, 8)
 	}
-	pof := debug.SetPanicOnFault(true)
-	done := false
+	g := armGuard()
 	defer func() {
-		if !done {
-			err = m.fault("store uint64", pof, recover())
+		if !g.done {
+			err = m.fault("store uint64", g, recover())
 		}
 	}()
 	wccopy.Store64((*uint64)(p), v)
-	restorePanicOnFault(pof)
-	done = true
+	g.disarm()
 	return nil
 }
 
@@ -59,16 +54,14 @@ func (m *Mapping) LoadUint32(off int) (v uint32, err error) {
 	if !ok {
 		return 0, m.refuseWord("load uint32", off, 4)
 	}
-	pof := debug.SetPanicOnFault(true)
-	done := false
+	g := armGuard()
 	defer func() {
-		if !done {
-			err = m.fault("load uint32", pof, recover())
+		if !g.done {
+			err = m.fault("load uint32", g, recover())
 		}
 	}()
 	v = wccopy.Load32((*uint32)(p))
-	restorePanicOnFault(pof)
-	done = true
+	g.disarm()
 	return v, nil
 }
 
@@ -78,16 +71,14 @@ func (m *Mapping) LoadUint64(off int) (v uint64, err error) {
 	if !ok {
 		return 0, m.refuseWord("load uint64", off, 8)
 	}
-	pof := debug.SetPanicOnFault(true)
-	done := false
+	g := armGuard()
 	defer func() {
-		if !done {
-			err = m.fault("load uint64", pof, recover())
+		if !g.done {
+			err = m.fault("load uint64", g, recover())
 		}
 	}()
 	v = wccopy.Load64((*uint64)(p))
-	restorePanicOnFault(pof)
-	done = true
+	g.disarm()
 	return v, nil
 }
 
