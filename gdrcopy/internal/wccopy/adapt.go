@@ -4,11 +4,12 @@ package wccopy
 
 import "unsafe"
 
-// adapt wraps an assembly kernel in the Variant signature.
-func adapt(kernel func(dst, src *byte, n int)) func(dst, src []byte) int {
+// adapt wraps an assembly kernel in the Variant signature; a fault the
+// kernel returns is raised as ToDevice raises it.
+func adapt(kernel func(dst, src *byte, n int) uintptr) func(dst, src []byte) int {
 	return func(dst, src []byte) int {
 		n := min(len(dst), len(src))
-		kernel(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+		raise(kernel(unsafe.SliceData(dst), unsafe.SliceData(src), n))
 		return n
 	}
 }

@@ -93,8 +93,13 @@ func Selected() (toDevice, fromDevice string) {
 // ordered before any store that follows the call. That does not order the data with
 // GPU work already running; see the GPUDirect RDMA documentation on
 // synchronization.
+//
+// A memory fault in the copy panics with a [*Fault] where [CatchFaults]
+// holds, and is the runtime's otherwise.
 func ToDevice(dst, src []byte) int {
-	return toDevice(dst, src)
+	n, fault := tryToDevice(dst, src)
+	raise(fault)
+	return n
 }
 
 // FromDevice copies min(len(dst), len(src)) bytes from src to dst and
@@ -108,21 +113,33 @@ func ToDevice(dst, src []byte) int {
 // FromDevice ends with a full fence (MFENCE on amd64, which the Intel SDM
 // prescribes for streaming loads from WC memory; DMB SY on arm64), so no
 // later access passes them.
+//
+// A memory fault panics as in ToDevice.
 func FromDevice(dst, src []byte) int {
-	return fromDevice(dst, src)
+	n, fault := tryFromDevice(dst, src)
+	raise(fault)
+	return n
 }
 
 // Store32 stores v at p, device memory, with one naturally aligned 4-byte
 // store, and fences as ToDevice does: the store of a flag or a doorbell,
 // without the copy ladder. p must be 4-byte aligned.
-func Store32(p *uint32, v uint32) { store32(p, v) }
+func Store32(p *uint32, v uint32) { raise(store32(p, v)) }
 
 // Store64 is Store32 for an 8-byte aligned 8-byte word.
-func Store64(p *uint64, v uint64) { store64(p, v) }
+func Store64(p *uint64, v uint64) { raise(store64(p, v)) }
 
 // Load32 loads the 4-byte word at p, device memory, with one naturally
 // aligned load, and fences as FromDevice does. p must be 4-byte aligned.
-func Load32(p *uint32) uint32 { return load32(p) }
+func Load32(p *uint32) uint32 {
+	v, fault := load32(p)
+	raise(fault)
+	return v
+}
 
 // Load64 is Load32 for an 8-byte aligned 8-byte word.
-func Load64(p *uint64) uint64 { return load64(p) }
+func Load64(p *uint64) uint64 {
+	v, fault := load64(p)
+	raise(fault)
+	return v
+}

@@ -14,19 +14,19 @@ import (
 // src as device memory.
 
 //go:noescape
-func storeSSE2(dst, src *byte, n int)
+func storeSSE2(dst, src *byte, n int) (fault uintptr)
 
 //go:noescape
-func loadSSE41(dst, src *byte, n int)
+func loadSSE41(dst, src *byte, n int) (fault uintptr)
 
 //go:noescape
-func storeAVX2(dst, src *byte, n int)
+func storeAVX2(dst, src *byte, n int) (fault uintptr)
 
 //go:noescape
-func loadAVX2(dst, src *byte, n int)
+func loadAVX2(dst, src *byte, n int) (fault uintptr)
 
 //go:noescape
-func storeMOVDIR64B(dst, src *byte, n int)
+func storeMOVDIR64B(dst, src *byte, n int) (fault uintptr)
 
 // cpuid executes CPUID with EAX = leaf and ECX = subleaf.
 func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
@@ -52,7 +52,7 @@ var (
 	useSSE41     = cpu.X86.HasSSE41
 )
 
-// variants lists the amd64 kernels best first; toDevice and fromDevice
+// variants lists the amd64 kernels best first; tryToDevice and tryFromDevice
 // below must test the gates in the same order.
 var variants = []Variant{
 	{Name: "movdir64b", Available: useMOVDIR64B, ToDevice: adapt(storeMOVDIR64B)},
@@ -62,38 +62,40 @@ var variants = []Variant{
 	genericVariant,
 }
 
-// toDevice calls the chosen store kernel directly rather than through a
+// tryToDevice calls the chosen store kernel directly rather than through a
 // func value, so that dst and src do not escape.
-func toDevice(dst, src []byte) int {
+func tryToDevice(dst, src []byte) (int, uintptr) {
 	n := min(len(dst), len(src))
 	d, s := unsafe.SliceData(dst), unsafe.SliceData(src)
+	var fault uintptr
 	switch {
 	case useMOVDIR64B:
-		storeMOVDIR64B(d, s, n)
+		fault = storeMOVDIR64B(d, s, n)
 	case useAVX2:
-		storeAVX2(d, s, n)
+		fault = storeAVX2(d, s, n)
 	default:
-		storeSSE2(d, s, n)
+		fault = storeSSE2(d, s, n)
 	}
-	return n
+	return n, fault
 }
 
-// fromDevice calls the chosen load kernel directly.
-func fromDevice(dst, src []byte) int {
+// tryFromDevice calls the chosen load kernel directly.
+func tryFromDevice(dst, src []byte) (int, uintptr) {
 	n := min(len(dst), len(src))
 	d, s := unsafe.SliceData(dst), unsafe.SliceData(src)
+	var fault uintptr
 	switch {
 	case useAVX2:
-		loadAVX2(d, s, n)
+		fault = loadAVX2(d, s, n)
 	case useSSE41:
-		loadSSE41(d, s, n)
+		fault = loadSSE41(d, s, n)
 	default:
-		return fromDeviceGeneric(dst, src)
+		return fromDeviceGeneric(dst, src), 0
 	}
-	return n
+	return n, fault
 }
 
-// selected names the kernels toDevice and fromDevice call.
+// selected names the kernels tryToDevice and tryFromDevice call.
 func selected() (to, from string) {
 	switch {
 	case useMOVDIR64B:

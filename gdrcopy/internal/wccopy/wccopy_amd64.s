@@ -9,11 +9,13 @@
 //	SI	source
 //	CX	bytes left
 //	AX	scratch for the 1- to 8-byte accesses
+//	R12, R13	the fault-return mark (CATCH), untouched otherwise
 //	X0-X7, Y0-Y3	vector scratch
 // The device pointer, whose alignment drives the ladder, is DI in the store
 // kernels and SI in the load kernels; the macros call it DEV.
 
 #include "textflag.h"
+#include "fault.h"
 
 // HEAD(DEV) moves one, two, four and then eight bytes, each access naturally
 // aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned.
@@ -102,6 +104,14 @@ tailDone:
 	ADDQ	$N, DI; \
 	SUBQ	$N, CX
 
+// CATCH(COOKIE) and UNCATCH bracket a kernel's accesses for fault return:
+// see faultHandler below.
+#define CATCH(COOKIE) \
+	MOVQ	$COOKIE, R12; \
+	MOVQ	SP, R13
+#define UNCATCH \
+	XORL	R12, R12
+
 // MOVDIR64B_SI_DI is MOVDIR64B (SI), DI: a 64-byte direct store of the
 // bytes at SI to the 64-byte aligned address in DI. The Go assembler has no
 // mnemonic for it; the encoding is 66 0F 38 F8 /r with ModRM 0x3E
@@ -114,9 +124,10 @@ tailDone:
 #define MOVDIR64B_SI64_DI \
 	BYTE	$0x66; BYTE $0x0F; BYTE $0x38; BYTE $0xF8; BYTE $0x7E; BYTE $0x40
 
-// func storeSSE2(dst, src *byte, n int)
+// func storeSSE2(dst, src *byte, n int) (fault uintptr)
 // Requires: SSE2
-TEXT ·storeSSE2(SB), NOSPLIT, $0-24
+TEXT ·storeSSE2(SB), NOSPLIT, $0-32
+	CATCH(COOKIE_COPY)
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
@@ -186,11 +197,14 @@ last16:
 
 	TAIL
 	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
 	RET
 
-// func loadSSE41(dst, src *byte, n int)
+// func loadSSE41(dst, src *byte, n int) (fault uintptr)
 // Requires: SSE4.1
-TEXT ·loadSSE41(SB), NOSPLIT, $0-24
+TEXT ·loadSSE41(SB), NOSPLIT, $0-32
+	CATCH(COOKIE_COPY)
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
@@ -260,11 +274,14 @@ last16:
 
 	TAIL
 	MFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
 	RET
 
-// func storeAVX2(dst, src *byte, n int)
+// func storeAVX2(dst, src *byte, n int) (fault uintptr)
 // Requires: AVX
-TEXT ·storeAVX2(SB), NOSPLIT, $0-24
+TEXT ·storeAVX2(SB), NOSPLIT, $0-32
+	CATCH(COOKIE_COPY)
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
@@ -328,11 +345,14 @@ vdone:
 	VZEROUPPER
 	TAIL
 	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
 	RET
 
-// func loadAVX2(dst, src *byte, n int)
+// func loadAVX2(dst, src *byte, n int) (fault uintptr)
 // Requires: AVX, AVX2
-TEXT ·loadAVX2(SB), NOSPLIT, $0-24
+TEXT ·loadAVX2(SB), NOSPLIT, $0-32
+	CATCH(COOKIE_COPY)
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
@@ -396,11 +416,14 @@ vdone:
 	VZEROUPPER
 	TAIL
 	MFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
 	RET
 
-// func storeMOVDIR64B(dst, src *byte, n int)
+// func storeMOVDIR64B(dst, src *byte, n int) (fault uintptr)
 // Requires: AVX, MOVDIR64B
-TEXT ·storeMOVDIR64B(SB), NOSPLIT, $0-24
+TEXT ·storeMOVDIR64B(SB), NOSPLIT, $0-32
+	CATCH(COOKIE_COPY)
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
@@ -466,6 +489,8 @@ vdone:
 	VZEROUPPER
 	TAIL
 	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
 	RET
 
 // func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
@@ -482,34 +507,46 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 // The word kernels: one naturally aligned access, then the fence of the
 // copy kernels of the same direction.
 
-// func store32(p *uint32, v uint32)
-TEXT ·store32(SB), NOSPLIT, $0-12
+// func store32(p *uint32, v uint32) (fault uintptr)
+TEXT ·store32(SB), NOSPLIT, $0-24
+	CATCH(COOKIE_WORD)
 	MOVQ	p+0(FP), DI
 	MOVL	v+8(FP), AX
 	MOVL	AX, (DI)
 	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+16(FP)
 	RET
 
-// func store64(p *uint64, v uint64)
-TEXT ·store64(SB), NOSPLIT, $0-16
+// func store64(p *uint64, v uint64) (fault uintptr)
+TEXT ·store64(SB), NOSPLIT, $0-24
+	CATCH(COOKIE_WORD)
 	MOVQ	p+0(FP), DI
 	MOVQ	v+8(FP), AX
 	MOVQ	AX, (DI)
 	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+16(FP)
 	RET
 
-// func load32(p *uint32) uint32
-TEXT ·load32(SB), NOSPLIT, $0-12
+// func load32(p *uint32) (v uint32, fault uintptr)
+TEXT ·load32(SB), NOSPLIT, $0-24
+	CATCH(COOKIE_WORD)
 	MOVQ	p+0(FP), SI
 	MOVL	(SI), AX
 	MFENCE
-	MOVL	AX, ret+8(FP)
+	UNCATCH
+	MOVL	AX, v+8(FP)
+	MOVQ	$0, fault+16(FP)
 	RET
 
-// func load64(p *uint64) uint64
-TEXT ·load64(SB), NOSPLIT, $0-16
+// func load64(p *uint64) (v uint64, fault uintptr)
+TEXT ·load64(SB), NOSPLIT, $0-24
+	CATCH(COOKIE_WORD)
 	MOVQ	p+0(FP), SI
 	MOVQ	(SI), AX
 	MFENCE
-	MOVQ	AX, ret+8(FP)
+	UNCATCH
+	MOVQ	AX, v+8(FP)
+	MOVQ	$0, fault+16(FP)
 	RET

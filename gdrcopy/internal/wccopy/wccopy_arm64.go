@@ -16,22 +16,22 @@ import (
 // package's tests has FEAT_LS64 to check them on.
 
 //go:noescape
-func storeNEON(dst, src *byte, n int)
+func storeNEON(dst, src *byte, n int) (fault uintptr)
 
 //go:noescape
-func loadNEON(dst, src *byte, n int)
+func loadNEON(dst, src *byte, n int) (fault uintptr)
 
 //go:noescape
-func storeSTP(dst, src *byte, n int)
+func storeSTP(dst, src *byte, n int) (fault uintptr)
 
 //go:noescape
-func loadSTP(dst, src *byte, n int)
+func loadSTP(dst, src *byte, n int) (fault uintptr)
 
 // useNEON follows golang.org/x/sys/cpu, which reads HWCAP_ASIMD as
 // gdrapi.c gdr_init_cpu_flags does and honours GODEBUG=cpu.asimd=off.
 var useNEON = cpu.ARM64.HasASIMD
 
-// variants lists the arm64 kernels best first; toDevice and fromDevice
+// variants lists the arm64 kernels best first; tryToDevice and tryFromDevice
 // below must test the gates in the same order.
 var variants = []Variant{
 	{Name: "neon", Available: useNEON, ToDevice: adapt(storeNEON), FromDevice: adapt(loadNEON)},
@@ -39,30 +39,26 @@ var variants = []Variant{
 	genericVariant,
 }
 
-// toDevice calls the chosen store kernel directly rather than through a
+// tryToDevice calls the chosen store kernel directly rather than through a
 // func value, so that dst and src do not escape.
-func toDevice(dst, src []byte) int {
+func tryToDevice(dst, src []byte) (int, uintptr) {
 	n := min(len(dst), len(src))
 	if useNEON {
-		storeNEON(unsafe.SliceData(dst), unsafe.SliceData(src), n)
-	} else {
-		storeSTP(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+		return n, storeNEON(unsafe.SliceData(dst), unsafe.SliceData(src), n)
 	}
-	return n
+	return n, storeSTP(unsafe.SliceData(dst), unsafe.SliceData(src), n)
 }
 
-// fromDevice calls the chosen load kernel directly.
-func fromDevice(dst, src []byte) int {
+// tryFromDevice calls the chosen load kernel directly.
+func tryFromDevice(dst, src []byte) (int, uintptr) {
 	n := min(len(dst), len(src))
 	if useNEON {
-		loadNEON(unsafe.SliceData(dst), unsafe.SliceData(src), n)
-	} else {
-		loadSTP(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+		return n, loadNEON(unsafe.SliceData(dst), unsafe.SliceData(src), n)
 	}
-	return n
+	return n, loadSTP(unsafe.SliceData(dst), unsafe.SliceData(src), n)
 }
 
-// selected names the kernels toDevice and fromDevice call.
+// selected names the kernels tryToDevice and tryFromDevice call.
 func selected() (to, from string) {
 	if useNEON {
 		return "neon", "neon"

@@ -6,21 +6,25 @@ package wccopy
 // amd64 and arm64, and the purego tag.
 var variants = []Variant{genericVariant}
 
-// toDevice is ToDevice's implementation: the generic kernel.
-func toDevice(dst, src []byte) int { return toDeviceGeneric(dst, src) }
+// tryToDevice is ToDevice's implementation: the generic kernel, whose
+// faults are never returned.
+func tryToDevice(dst, src []byte) (int, uintptr) { return toDeviceGeneric(dst, src), 0 }
 
-// fromDevice is FromDevice's implementation: the generic kernel.
-func fromDevice(dst, src []byte) int { return fromDeviceGeneric(dst, src) }
+// tryFromDevice is FromDevice's implementation: the generic kernel.
+func tryFromDevice(dst, src []byte) (int, uintptr) { return fromDeviceGeneric(dst, src), 0 }
 
-// selected names the kernels toDevice and fromDevice call.
+// installFaultHandler reports that no kernel here returns its faults.
+func installFaultHandler() bool { return false }
+
+// selected names the kernels tryToDevice and tryFromDevice call.
 func selected() (to, from string) { return "generic", "generic" }
 
 // The word kernels of the generic variant: one access, then the fence.
 
-func store32(p *uint32, v uint32) { *p = v; fence() }
+func store32(p *uint32, v uint32) uintptr { *p = v; fence(); return 0 }
 
-func store64(p *uint64, v uint64) { *p = v; fence() }
+func store64(p *uint64, v uint64) uintptr { *p = v; fence(); return 0 }
 
-func load32(p *uint32) uint32 { v := *p; fence(); return v }
+func load32(p *uint32) (uint32, uintptr) { v := *p; fence(); return v, 0 }
 
-func load64(p *uint64) uint64 { v := *p; fence(); return v }
+func load64(p *uint64) (uint64, uintptr) { v := *p; fence(); return v, 0 }

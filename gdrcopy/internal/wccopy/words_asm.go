@@ -2,16 +2,17 @@
 
 package wccopy
 
-// The word kernels in wccopy_amd64.s and wccopy_arm64.s.
+// The word kernels in wccopy_amd64.s and wccopy_arm64.s. Each returns the
+// address of a fault it took (see fault.go), or 0.
 
 //go:noescape
-func store32(p *uint32, v uint32)
+func store32(p *uint32, v uint32) (fault uintptr)
 
 //go:noescape
-func store64(p *uint64, v uint64)
+func store64(p *uint64, v uint64) (fault uintptr)
 
 //go:noescape
-func load32(p *uint32) uint32
+func load32(p *uint32) (v uint32, fault uintptr)
 
 //go:noescape
-func load64(p *uint64) uint64
+func load64(p *uint64) (v uint64, fault uintptr)
