@@ -12,11 +12,22 @@
 //	R2	bytes left
 //	R3, R4	scratch for the 1- to 16-byte accesses
 //	V0-V3	vector scratch
+//	R19, R20	the fault-return mark (CATCH), untouched otherwise
 // The device pointer, whose alignment drives the ladder, is R0 in the store
 // kernels and R1 in the load kernels; the macros call it DEV. Every access
 // post-increments its pointer.
 
 #include "textflag.h"
+#include "fault.h"
+
+// CATCH(COOKIE) and UNCATCH bracket a kernel's accesses for fault return:
+// R19 holds the cookie and R20 the stack pointer the kernel was entered
+// with (see fault_linux_arm64.s).
+#define CATCH(COOKIE) \
+	MOVD	$COOKIE, R19; \
+	MOVD	RSP, R20
+#define UNCATCH \
+	MOVD	ZR, R19
 
 // HEAD(DEV) moves one, two, four and then eight bytes, each access naturally
 // aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned.
@@ -139,8 +150,9 @@ done:
 #define STORE_FENCE	DMB	$0xe
 #define LOAD_FENCE	DMB	$0xf
 
-// func storeNEON(dst, src *byte, n int)
-TEXT ·storeNEON(SB), NOSPLIT, $0-24
+// func storeNEON(dst, src *byte, n int) (fault uintptr)
+TEXT ·storeNEON(SB), NOSPLIT, $0-32
+	CATCH(COOKIE_COPY)
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
@@ -150,10 +162,13 @@ TEXT ·storeNEON(SB), NOSPLIT, $0-24
 	CHUNKS
 	TAIL
 	STORE_FENCE
+	UNCATCH
+	MOVD	ZR, fault+24(FP)
 	RET
 
-// func loadNEON(dst, src *byte, n int)
-TEXT ·loadNEON(SB), NOSPLIT, $0-24
+// func loadNEON(dst, src *byte, n int) (fault uintptr)
+TEXT ·loadNEON(SB), NOSPLIT, $0-32
+	CATCH(COOKIE_COPY)
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
@@ -163,10 +178,13 @@ TEXT ·loadNEON(SB), NOSPLIT, $0-24
 	CHUNKS
 	TAIL
 	LOAD_FENCE
+	UNCATCH
+	MOVD	ZR, fault+24(FP)
 	RET
 
-// func storeSTP(dst, src *byte, n int)
-TEXT ·storeSTP(SB), NOSPLIT, $0-24
+// func storeSTP(dst, src *byte, n int) (fault uintptr)
+TEXT ·storeSTP(SB), NOSPLIT, $0-32
+	CATCH(COOKIE_COPY)
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
@@ -176,10 +194,13 @@ TEXT ·storeSTP(SB), NOSPLIT, $0-24
 	CHUNKS
 	TAIL
 	STORE_FENCE
+	UNCATCH
+	MOVD	ZR, fault+24(FP)
 	RET
 
-// func loadSTP(dst, src *byte, n int)
-TEXT ·loadSTP(SB), NOSPLIT, $0-24
+// func loadSTP(dst, src *byte, n int) (fault uintptr)
+TEXT ·loadSTP(SB), NOSPLIT, $0-32
+	CATCH(COOKIE_COPY)
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
@@ -189,39 +210,53 @@ TEXT ·loadSTP(SB), NOSPLIT, $0-24
 	CHUNKS
 	TAIL
 	LOAD_FENCE
+	UNCATCH
+	MOVD	ZR, fault+24(FP)
 	RET
 
 // The word kernels: one naturally aligned access, then the fence of the
 // copy kernels of the same direction.
 
-// func store32(p *uint32, v uint32)
-TEXT ·store32(SB), NOSPLIT, $0-12
+// func store32(p *uint32, v uint32) (fault uintptr)
+TEXT ·store32(SB), NOSPLIT, $0-24
+	CATCH(COOKIE_WORD)
 	MOVD	p+0(FP), R0
 	MOVWU	v+8(FP), R1
 	MOVW	R1, (R0)
 	STORE_FENCE
+	UNCATCH
+	MOVD	ZR, fault+16(FP)
 	RET
 
-// func store64(p *uint64, v uint64)
-TEXT ·store64(SB), NOSPLIT, $0-16
+// func store64(p *uint64, v uint64) (fault uintptr)
+TEXT ·store64(SB), NOSPLIT, $0-24
+	CATCH(COOKIE_WORD)
 	MOVD	p+0(FP), R0
 	MOVD	v+8(FP), R1
 	MOVD	R1, (R0)
 	STORE_FENCE
+	UNCATCH
+	MOVD	ZR, fault+16(FP)
 	RET
 
-// func load32(p *uint32) uint32
-TEXT ·load32(SB), NOSPLIT, $0-12
+// func load32(p *uint32) (v uint32, fault uintptr)
+TEXT ·load32(SB), NOSPLIT, $0-24
+	CATCH(COOKIE_WORD)
 	MOVD	p+0(FP), R0
 	MOVWU	(R0), R1
 	LOAD_FENCE
-	MOVW	R1, ret+8(FP)
+	UNCATCH
+	MOVW	R1, v+8(FP)
+	MOVD	ZR, fault+16(FP)
 	RET
 
-// func load64(p *uint64) uint64
-TEXT ·load64(SB), NOSPLIT, $0-16
+// func load64(p *uint64) (v uint64, fault uintptr)
+TEXT ·load64(SB), NOSPLIT, $0-24
+	CATCH(COOKIE_WORD)
 	MOVD	p+0(FP), R0
 	MOVD	(R0), R1
 	LOAD_FENCE
-	MOVD	R1, ret+8(FP)
+	UNCATCH
+	MOVD	R1, v+8(FP)
+	MOVD	ZR, fault+16(FP)
 	RET
