@@ -37,8 +37,13 @@ type Mapping struct {
 	typ        MappingType
 	persistent bool   // the driver never tears the mapping down on its own
 	mem        []byte // the mapped buffer; fixed for the life of the Mapping
-	s          *mapState
-	cleanup    runtime.Cleanup
+	// kernelFaults: the wccopy kernels return their faults
+	// (wccopy.CatchFaults), so word accesses need no fault guard; fast:
+	// copies need none either, for the mapping is not caching (which copies
+	// with Go's copy).
+	kernelFaults, fast bool
+	s                  *mapState
+	cleanup            runtime.Cleanup
 }
 
 // mapState is the part of a Mapping that its cleanup reads; it must not
@@ -67,7 +72,9 @@ const (
 // otherwise releases the reservation Close left.
 func newMapping(b *Buffer, typ MappingType, persistent bool, sys gdrdrv.Syscalls, raw []byte, off int) *Mapping {
 	s := &mapState{sys: sys, raw: raw}
-	m := &Mapping{b: b, typ: typ, persistent: persistent, mem: raw[off : off+int(b.size) : off+int(b.size)], s: s}
+	m := &Mapping{b: b, typ: typ, persistent: persistent, mem: raw[off : off+int(b.size) : off+int(b.size)], s: s,
+		kernelFaults: wccopy.CatchFaults()}
+	m.fast = m.kernelFaults && typ != MappingCaching
 	m.cleanup = runtime.AddCleanup(m, (*mapState).release, s)
 	return m
 }
@@ -101,50 +108,55 @@ func (m *Mapping) Type() MappingType { return m.typ }
 // fails with an error matching [io/fs.ErrClosed]; once the GPU memory is
 // known to be freed, with [ErrInvalidated]; after a fault on the mapping in
 // persistent mode, with [ErrFault].
-func (m *Mapping) CopyToDevice(off int, src []byte) (err error) {
-	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(src) > len(m.mem)-off {
-		return m.refuse("copy to device", off, len(src))
+func (m *Mapping) CopyToDevice(off int, src []byte) error {
+	if !m.fast || m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(src) > len(m.mem)-off {
+		return m.guardedCopy("copy to device", off, src, true)
 	}
-	if len(src) == 0 {
-		return nil
+	if _, addr := wccopy.TryToDevice(m.mem[off:], src); addr != 0 {
+		return m.faultAt("copy to device", addr)
 	}
-	dst := m.mem[off : off+len(src) : off+len(src)]
-	g := armGuard()
-	defer func() {
-		if !g.done {
-			err = m.fault("copy to device", g, recover())
-		}
-	}()
-	if m.typ == MappingCaching {
-		copy(dst, src)
-	} else {
-		wccopy.ToDevice(dst, src)
-	}
-	g.disarm()
 	return nil
 }
 
 // CopyFromDevice copies len(dst) bytes of the mapping at off to dst.
 // Nothing is copied unless the whole range lies within the mapping. It fails
 // as CopyToDevice does.
-func (m *Mapping) CopyFromDevice(dst []byte, off int) (err error) {
-	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(dst) > len(m.mem)-off {
-		return m.refuse("copy from device", off, len(dst))
+func (m *Mapping) CopyFromDevice(dst []byte, off int) error {
+	if !m.fast || m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(dst) > len(m.mem)-off {
+		return m.guardedCopy("copy from device", off, dst, false)
 	}
-	if len(dst) == 0 {
+	if _, addr := wccopy.TryFromDevice(dst, m.mem[off:]); addr != 0 {
+		return m.faultAt("copy from device", addr)
+	}
+	return nil
+}
+
+// guardedCopy is CopyToDevice (toDevice) and CopyFromDevice where a fault needs
+// the guard, or the copy is refused: it checks the state and range, and
+// copies buf to or from the mapping at off under the fault guard.
+func (m *Mapping) guardedCopy(op string, off int, buf []byte, toDevice bool) (err error) {
+	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(buf) > len(m.mem)-off {
+		return m.refuse(op, off, len(buf))
+	}
+	if len(buf) == 0 {
 		return nil
 	}
-	src := m.mem[off : off+len(dst) : off+len(dst)]
+	dev := m.mem[off : off+len(buf) : off+len(buf)]
 	g := armGuard()
 	defer func() {
 		if !g.done {
-			err = m.fault("copy from device", g, recover())
+			err = m.fault(op, g, recover())
 		}
 	}()
-	if m.typ == MappingCaching {
-		copy(dst, src)
-	} else {
-		wccopy.FromDevice(dst, src)
+	switch {
+	case m.typ == MappingCaching && toDevice:
+		copy(dev, buf)
+	case m.typ == MappingCaching:
+		copy(buf, dev)
+	case toDevice:
+		wccopy.ToDevice(dev, buf)
+	default:
+		wccopy.FromDevice(buf, dev)
 	}
 	g.disarm()
 	return nil
@@ -215,18 +227,38 @@ var errNoAddress = func() (r any) {
 // raises for the guest with si_addr zero or unrelated to the access.
 func (m *Mapping) fault(op string, g *guard, r any) error {
 	debug.SetPanicOnFault(g.pof)
-	f, hasAddr := r.(interface{ Addr() uintptr })
-	if !hasAddr && r != errNoAddress {
+	addr := wccopy.NoAddress
+	if f, ok := r.(interface{ Addr() uintptr }); ok {
+		addr = f.Addr()
+	} else if r != errNoAddress {
 		panic(r)
 	}
+	if err := m.classify(op, addr); err != nil {
+		return err
+	}
+	panic(r)
+}
+
+// faultAt classifies a fault a kernel returned (see wccopy.CatchFaults) as
+// fault classifies a recovered one; a fault that is not the mapping's panics
+// as the kernel's own functions would.
+func (m *Mapping) faultAt(op string, addr uintptr) error {
+	if err := m.classify(op, addr); err != nil {
+		return err
+	}
+	panic(&wccopy.Fault{Address: addr})
+}
+
+// classify returns the error for a fault at addr (wccopy.NoAddress when
+// unknown) during op, or nil if the fault is not the mapping's.
+func (m *Mapping) classify(op string, addr uintptr) error {
 	where := fmt.Sprintf("%s %#x+%d", op, m.b.addr, m.b.size)
-	if !hasAddr || !m.contains(f.Addr()) {
+	if addr == wccopy.NoAddress || !m.contains(addr) {
 		if inv, err := m.b.Invalidated(); err != nil || !inv {
-			panic(r)
+			return nil
 		}
 		return fmt.Errorf("%w: %s: the mapping faulted", ErrInvalidated, where)
 	}
-	addr := f.Addr()
 	switch {
 	case m.s.flags.Load()&stateClosed != 0:
 		return closedError(op)

@@ -12,36 +12,32 @@ import (
 // aligned 4-byte store and the fence CopyToDevice ends with: the store of a
 // flag or doorbell, without the copy's ladder. The word must lie within the
 // mapping and be 4-byte aligned. It fails as CopyToDevice does.
-func (m *Mapping) StoreUint32(off int, v uint32) (err error) {
+func (m *Mapping) StoreUint32(off int, v uint32) error {
 	p, ok := m.word(off, 4)
-	if !ok {
+	switch {
+	case !ok:
 		return m.refuseWord("store uint32", off, 4)
+	case !m.kernelFaults:
+		return m.guardedWord("store uint32", func() { wccopy.Store32((*uint32)(p), v) })
 	}
-	g := armGuard()
-	defer func() {
-		if !g.done {
-			err = m.fault("store uint32", g, recover())
-		}
-	}()
-	wccopy.Store32((*uint32)(p), v)
-	g.disarm()
+	if addr := wccopy.TryStore32((*uint32)(p), v); addr != 0 {
+		return m.faultAt("store uint32", addr)
+	}
 	return nil
 }
 
 // StoreUint64 is StoreUint32 for an 8-byte aligned 8-byte word.
-func (m *Mapping) StoreUint64(off int, v uint64) (err error) {
+func (m *Mapping) StoreUint64(off int, v uint64) error {
 	p, ok := m.word(off, 8)
-	if !ok {
+	switch {
+	case !ok:
 		return m.refuseWord("store uint64", off, 8)
+	case !m.kernelFaults:
+		return m.guardedWord("store uint64", func() { wccopy.Store64((*uint64)(p), v) })
 	}
-	g := armGuard()
-	defer func() {
-		if !g.done {
-			err = m.fault("store uint64", g, recover())
-		}
-	}()
-	wccopy.Store64((*uint64)(p), v)
-	g.disarm()
+	if addr := wccopy.TryStore64((*uint64)(p), v); addr != 0 {
+		return m.faultAt("store uint64", addr)
+	}
 	return nil
 }
 
@@ -51,35 +47,49 @@ func (m *Mapping) StoreUint64(off int, v uint64) (err error) {
 // CopyFromDevice does.
 func (m *Mapping) LoadUint32(off int) (v uint32, err error) {
 	p, ok := m.word(off, 4)
-	if !ok {
+	switch {
+	case !ok:
 		return 0, m.refuseWord("load uint32", off, 4)
+	case !m.kernelFaults:
+		err = m.guardedWord("load uint32", func() { v = wccopy.Load32((*uint32)(p)) })
+		return v, err
 	}
-	g := armGuard()
-	defer func() {
-		if !g.done {
-			err = m.fault("load uint32", g, recover())
-		}
-	}()
-	v = wccopy.Load32((*uint32)(p))
-	g.disarm()
+	v, addr := wccopy.TryLoad32((*uint32)(p))
+	if addr != 0 {
+		return 0, m.faultAt("load uint32", addr)
+	}
 	return v, nil
 }
 
 // LoadUint64 is LoadUint32 for an 8-byte aligned 8-byte word.
 func (m *Mapping) LoadUint64(off int) (v uint64, err error) {
 	p, ok := m.word(off, 8)
-	if !ok {
+	switch {
+	case !ok:
 		return 0, m.refuseWord("load uint64", off, 8)
+	case !m.kernelFaults:
+		err = m.guardedWord("load uint64", func() { v = wccopy.Load64((*uint64)(p)) })
+		return v, err
 	}
+	v, addr := wccopy.TryLoad64((*uint64)(p))
+	if addr != 0 {
+		return 0, m.faultAt("load uint64", addr)
+	}
+	return v, nil
+}
+
+// guardedWord runs access, one word kernel, under the fault guard, where
+// the kernels do not return their faults.
+func (m *Mapping) guardedWord(op string, access func()) (err error) {
 	g := armGuard()
 	defer func() {
 		if !g.done {
-			err = m.fault("load uint64", g, recover())
+			err = m.fault(op, g, recover())
 		}
 	}()
-	v = wccopy.Load64((*uint64)(p))
+	access()
 	g.disarm()
-	return v, nil
+	return nil
 }
 
 // word returns the address of the size-byte word at off, or false if the

@@ -67,21 +67,23 @@ func TryLoad64(p *uint64) (v uint64, fault uintptr) { return load64(p) }
 // Fault is the panic of ToDevice, FromDevice and the word functions when a
 // kernel returned a fault: what the runtime's own panic-on-fault error
 // would have said, with the address.
-type Fault struct{ addr uintptr }
+type Fault struct {
+	Address uintptr // the address that faulted, or NoAddress
+}
 
 func (f *Fault) Error() string {
-	if f.addr == NoAddress {
+	if f.Address == NoAddress {
 		return "wccopy: memory fault in a copy kernel (no address reported)"
 	}
-	return fmt.Sprintf("wccopy: memory fault in a copy kernel at address %#x", f.addr)
+	return fmt.Sprintf("wccopy: memory fault in a copy kernel at address %#x", f.Address)
 }
 
 // Addr returns the address that faulted, or NoAddress.
-func (f *Fault) Addr() uintptr { return f.addr }
+func (f *Fault) Addr() uintptr { return f.Address }
 
 // raise panics with a *Fault if fault is not 0.
 func raise(fault uintptr) {
 	if fault != 0 {
-		panic(&Fault{addr: fault})
+		panic(&Fault{Address: fault})
 	}
 }
