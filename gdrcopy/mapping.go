@@ -29,9 +29,10 @@ import (
 // the GPUDirect RDMA documentation on synchronization). Reads from a
 // write-combining mapping are uncached and far slower than writes.
 //
-// Every copy runs under a fault guard (runtime/debug.SetPanicOnFault): a
-// fault on the mapping becomes an error, never a crash. See the package
-// documentation, "Invalidation" and "Concurrency".
+// A fault on the mapping during a copy becomes an error, never a crash:
+// the kernels return it, or a fault guard (runtime/debug.SetPanicOnFault)
+// catches it. See the package documentation, "Invalidation", "Faults" and
+// "Concurrency".
 type Mapping struct {
 	b          *Buffer
 	typ        MappingType
@@ -168,9 +169,13 @@ func (m *Mapping) guardedCopy(op string, off int, buf []byte, toDevice bool) (er
 // device mappings, copy for caching ones. Their arguments are a slice of
 // [Mapping.Bytes] on the device side (dst of toDevice, src of fromDevice)
 // and ordinary memory on the other; like copy, they copy min(len(dst),
-// len(src)) bytes and return that count. They exist to measure what the API
-// adds to a copy (gdrbench copylat), and for the rare caller that must copy
-// through Bytes with the right access widths and fences.
+// len(src)) bytes and return that count. A fault in them is not turned
+// into an error: it panics (with the faulting address where the kernels
+// return their faults, see the package documentation's "Faults") or, with
+// the runtime's default handling, crashes the program. They exist to
+// measure what the API adds to a copy (gdrbench copylat), and for the rare
+// caller that must copy through Bytes with the right access widths and
+// fences.
 func (m *Mapping) Kernels() (toDevice, fromDevice func(dst, src []byte) int) {
 	if m.typ == MappingCaching {
 		return copyBytes, copyBytes
