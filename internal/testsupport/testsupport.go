@@ -1,0 +1,158 @@
+// Package testsupport holds what the tests of several packages share: the
+// comparison with golden files, fixture machines written to a temporary root,
+// and sysfs opened over such a root or a snapshot, closed when the test ends.
+//
+// It imports neither node nor the packages node is built from (p2pdma, pathclass),
+// so that their in-package tests may use it. Package internal/testnode builds on it
+// and loads whole machines through package node.
+//
+// # Golden files
+//
+// [Golden] compares a test's output with a file under the package's testdata. A
+// test binary that links this package takes one flag, -update, which makes Golden
+// write the output instead of comparing it. After a deliberate change of output,
+// rewrite the files of one package (or of one test) and review the diff:
+//
+//	go test ./render -update
+//	go test ./cmd/p2pcheck -run TestTree -update
+//
+// and the files of every package with go test ./... -update.
+package testsupport
+
+import (
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/sysfs"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files the tests compare with")
+
+// Update reports whether the test binary runs with -update: golden files, and
+// anything else a test keeps in step with its output, are to be rewritten.
+func Update() bool { return *update }
+
+// Golden compares got with the file at path (relative to the package directory),
+// line by line, and fails tb with the difference. Under -update it writes got to
+// path instead, creating its directory.
+func Golden(tb testing.TB, path string, got []byte) {
+	tb.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("%v (go test -update writes it)", err)
+	}
+	if diff := DiffLines(string(want), string(got)); diff != "" {
+		tb.Errorf("%s differs from the output (-want +got; go test -update rewrites it):\n%s", path, diff)
+	}
+}
+
+// Compare is Golden for a file that another package's test writes (owner names
+// that package): it compares got with path, line by line, and never writes,
+// not even under -update, so that each golden file has one writer.
+func Compare(tb testing.TB, path, owner string, got []byte) {
+	tb.Helper()
+	want, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if diff := DiffLines(string(want), string(got)); diff != "" {
+		tb.Errorf("%s, which go test %s -update writes, differs from the output (-want +got):\n%s", path, owner, diff)
+	}
+}
+
+// DiffLines is cmp.Diff of want and got split into lines: empty when they are
+// equal, else one line per changed line.
+func DiffLines(want, got string) string {
+	return cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n"))
+}
+
+// Fixture returns the named machine of package fixture, failing tb for an
+// unknown name.
+func Fixture(tb testing.TB, name string) *fixture.Machine {
+	tb.Helper()
+	m, err := fixture.ByName(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// Root writes m to a fresh temporary directory of tb and returns it. Device
+// nodes are written as empty regular files with the nodes' modes
+// ([fixture.Machine.NoDeviceNodes], which it sets on m): a real node would open
+// whatever driver owns its major on the machine running the test.
+func Root(tb testing.TB, m *fixture.Machine) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "root")
+	if err := m.NoDeviceNodes().Write(dir); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+// RootWithDevices writes m, with its device nodes, to a fresh temporary
+// directory of tb and returns it, for tests whose outcome depends on dev/gdrdrv
+// being a character device. Only root can create one, so elsewhere it skips tb
+// when m has such a node.
+func RootWithDevices(tb testing.TB, m *fixture.Machine) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "root")
+	if err := m.Write(dir); err != nil {
+		tb.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "dev", "gdrdrv")); err == nil && fi.Mode()&fs.ModeCharDevice == 0 {
+		tb.Skip("this fixture's /dev/gdrdrv is a device node only when written as root")
+	}
+	return dir
+}
+
+// OpenRoot opens the tree under dir, as p2pcheck --root does, and closes it
+// when tb ends.
+func OpenRoot(tb testing.TB, dir string) sysfs.FS {
+	tb.Helper()
+	fsys, err := sysfs.NewFS(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { fsys.Close() })
+	return fsys
+}
+
+// OpenSnapshot opens the snapshot file at path, as p2pcheck --snapshot does,
+// and closes it when tb ends.
+func OpenSnapshot(tb testing.TB, path string) sysfs.FS {
+	tb.Helper()
+	fsys, err := sysfs.OpenSnapshot(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { fsys.Close() })
+	return fsys
+}
+
+// Topology builds the PCIe topology of the functions under fsys.
+func Topology(tb testing.TB, fsys sysfs.FS) *pcie.Topology {
+	tb.Helper()
+	recs, err := fsys.PCIRecords()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pcie.NewTopology(recs)
+}
