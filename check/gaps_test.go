@@ -1,37 +1,19 @@
 package check
 
 import (
-	"path/filepath"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestVerdictThroughGap: a pair whose walk crosses a function of unknown parent
 // (a bridge of its sysfs path was not read) has an unknown verdict in the checks,
 // as in pair and pairs; a pair elsewhere keeps its verdict.
 func TestVerdictThroughGap(t *testing.T) {
-	m, err := fixture.ByName("dgx-h100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(t.TempDir(), "dgx")
-	if err := m.NoDeviceNodes().Write(root); err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := sysfs.NewFS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	n, err := node.Load(fsys, node.Options{NoNames: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := testnode.Load(t, "dgx-h100", node.Options{NoNames: true})
 	// Drop the downstream port above GPU 0000:1a:00.0 and NIC 0000:1b:00.0.
 	gone := mustAddr(t, "0000:19:00.0")
 	var recs []pcie.Record

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // TestGoldenReports runs the whole catalogue on every machine and compares the
@@ -14,7 +15,7 @@ import (
 func TestGoldenReports(t *testing.T) {
 	for _, name := range machines() {
 		t.Run(name, func(t *testing.T) {
-			golden(t, "reports/"+name+".json", marshal(t, report(t, name)))
+			testsupport.Golden(t, "testdata/reports/"+name+".json", marshal(t, report(t, name)))
 		})
 	}
 }
@@ -58,9 +59,4 @@ func TestSchema(t *testing.T) {
 			}
 		}
 	})
-}
-
-// diffLines is cmp.Diff over lines, for golden files.
-func diffLines(want, got string) string {
-	return cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n"))
 }
