@@ -156,3 +156,18 @@ func Topology(tb testing.TB, fsys sysfs.FS) *pcie.Topology {
 	}
 	return pcie.NewTopology(recs)
 }
+
+// Device returns the function of topo that m labelled label (fixture's
+// Machine.Func), failing tb when m has no such label or topo no such function.
+func Device(tb testing.TB, topo *pcie.Topology, m *fixture.Machine, label string) *pcie.Device {
+	tb.Helper()
+	f := m.Func(label)
+	if f == nil {
+		tb.Fatalf("no function labelled %q", label)
+	}
+	d := topo.Device(f.Address())
+	if d == nil {
+		tb.Fatalf("%s (%s) not in the topology", label, f.Address())
+	}
+	return d
+}
