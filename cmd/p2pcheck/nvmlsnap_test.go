@@ -17,6 +17,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -147,14 +148,7 @@ func unpack(t *testing.T, archive, dir string) {
 // TestTruncatedSnapshot captures a machine seen without root (config cut to 64
 // bytes): the capture warns, and reading the snapshot says it is truncated.
 func TestTruncatedSnapshot(t *testing.T) {
-	m, err := fixture.ByName("dgx-h100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	if err := fixture.NonRoot(m).Write(root); err != nil {
-		t.Fatal(err)
-	}
+	root := testsupport.Root(t, fixture.NonRoot(testsupport.Fixture(t, "dgx-h100")))
 	snap := filepath.Join(t.TempDir(), "snap.tar.gz")
 	code, _, stderr := p2pcheck("--root", root, "snapshot", "-o", snap)
 	if code != 0 || !strings.Contains(stderr, "captured truncated to 64 bytes") {

@@ -19,9 +19,10 @@ import (
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/pciids"
+	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // pciIDs is the database both sides name devices from: Debian's, which pciutils
@@ -72,15 +73,7 @@ func trees(t *testing.T) []tree {
 		t.Fatal("no snapshots under testdata/")
 	}
 	for _, name := range fixture.Names() {
-		m, err := fixture.ByName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		if err := m.NoDeviceNodes().Write(dir); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, tree{"fixture/" + name, dir})
+		out = append(out, tree{"fixture/" + name, testsupport.Root(t, testsupport.Fixture(t, name))})
 	}
 	return out
 }
@@ -368,15 +361,7 @@ func TestLspci(t *testing.T) {
 	}
 	for _, tr := range trees(t) {
 		t.Run(tr.name, func(t *testing.T) {
-			fsys, err := sysfs.NewFS(tr.dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fsys.Close()
-			n, err := node.Load(fsys, node.Options{PCIIDs: pciIDs, NoPlatform: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			n := testnode.Root(t, tr.dir, node.Options{PCIIDs: pciIDs, NoPlatform: true})
 			var outs [3]string
 			for i, args := range [][]string{{"-vmm", "-nn", "-k"}, {"-PP"}, {"-vvv"}} {
 				out, err := run(bin, tr.dir, args...)
