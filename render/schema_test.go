@@ -97,9 +97,7 @@ func outputs(t *testing.T, n *node.Node) map[string][]byte {
 	if len(devs) >= 2 {
 		x, y := devs[0], devs[len(devs)-1]
 		b.Reset()
-		r := PairReport{Path: n.Topology.Path(x, y), Verdict: calc.Calc(x, y), Reverse: calc.Calc(y, x),
-			NVSMI: pathclass.NVSMI(x, y, 0).String(), NCCL: pathclass.NCCL(x, y).String()}
-		if err := PairJSON(&b, r); err != nil {
+		if err := PairJSON(&b, pairReport(n, x, y)); err != nil {
 			t.Fatal(err)
 		}
 		out["pair"] = bytes.Clone(b.Bytes())
