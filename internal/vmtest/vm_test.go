@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"debug/elf"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
