@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
@@ -176,16 +174,7 @@ func TestFleetFiles(t *testing.T) {
 	if diff := cmp.Diff([]string{"p2pcheck", "p2pcheck.prom"}, names); diff != "" {
 		t.Errorf("directory (-want +got):\n%s", diff)
 	}
-	f, err := os.Open(prom)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := testsupport.MetricsFile(t, prom)
 	if g := fams["p2pcheck_overall_status"]; g == nil || g.GetMetric()[0].GetGauge().GetValue() != 2 {
 		t.Errorf("p2pcheck_overall_status = %v, want 2 (fail)", g)
 	}

@@ -1,6 +1,7 @@
 // Package testsupport holds what the tests of several packages share: the
 // comparison with golden files, fixture machines written to a temporary root,
-// and sysfs opened over such a root or a snapshot, closed when the test ends.
+// sysfs opened over such a root or a snapshot (closed when the test ends), and
+// the parsing of Prometheus textfiles.
 //
 // It imports neither node nor the packages node is built from (p2pdma, pathclass),
 // so that their in-package tests may use it. Package internal/testnode builds on it
@@ -16,11 +17,15 @@
 //	go test ./render -update
 //	go test ./cmd/p2pcheck -run TestTree -update
 //
-// and the files of every package with go test ./... -update.
+// A test binary that does not link this package rejects the flag, so name the
+// packages with golden files rather than ./...:
+//
+//	go test ./check ./cmd/p2pcheck ./gpu ./nccl ./provision ./render -update
 package testsupport
 
 import (
 	"flag"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,6 +33,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -170,4 +178,27 @@ func Device(tb testing.TB, topo *pcie.Topology, m *fixture.Machine, label string
 		tb.Fatalf("%s (%s) not in the topology", label, f.Address())
 	}
 	return d
+}
+
+// Metrics parses the Prometheus text exposition format (what node_exporter's
+// textfile collector reads), failing tb when it does not parse.
+func Metrics(tb testing.TB, r io.Reader) map[string]*dto.MetricFamily {
+	tb.Helper()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		tb.Fatalf("textfile does not parse: %v", err)
+	}
+	return fams
+}
+
+// MetricsFile parses the Prometheus textfile at path (see Metrics).
+func MetricsFile(tb testing.TB, path string) map[string]*dto.MetricFamily {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	return Metrics(tb, f)
 }

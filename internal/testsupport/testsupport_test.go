@@ -151,3 +151,16 @@ func TestFixtureRoots(t *testing.T) {
 		t.Errorf("H200 snapshot: %d GPUs, want 2", len(snap.GPUs()))
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	fams := Metrics(t, strings.NewReader("# HELP p2pcheck_up 1 when evaluated\n# TYPE p2pcheck_up gauge\np2pcheck_up 1\n"))
+	if f := fams["p2pcheck_up"]; f == nil || f.GetMetric()[0].GetGauge().GetValue() != 1 {
+		t.Errorf("p2pcheck_up = %v, want a gauge of 1", f)
+	}
+	if r := run(func(tb testing.TB) { Metrics(tb, strings.NewReader("p2pcheck_up{ 1\n")) }); !r.fatal {
+		t.Errorf("a textfile that does not parse did not stop the test")
+	}
+	if r := run(func(tb testing.TB) { MetricsFile(tb, filepath.Join(t.TempDir(), "none.prom")) }); !r.fatal {
+		t.Errorf("a missing textfile did not stop the test")
+	}
+}
