@@ -1,12 +1,9 @@
 package lspcidiff
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -60,9 +57,7 @@ func trees(t *testing.T) []tree {
 		}
 		rel, _ := filepath.Rel(root, p)
 		dir := t.TempDir()
-		if err := untar(p, dir); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
+		testsupport.Unpack(t, p, dir)
 		out = append(out, tree{"testdata/" + filepath.ToSlash(rel), dir})
 		return nil
 	})
@@ -76,53 +71,6 @@ func trees(t *testing.T) []tree {
 		out = append(out, tree{"fixture/" + name, testsupport.Root(t, testsupport.Fixture(t, name))})
 	}
 	return out
-}
-
-// untar unpacks the snapshot at path into dir: directories, regular files and
-// symbolic links, the members a snapshot holds. Names are checked to stay in dir;
-// links are written as they are, and sysfs resolves them inside the root.
-func untar(path, dir string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return err
-	}
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := filepath.Clean(strings.TrimPrefix(hdr.Name, "./"))
-		if name == "." || !filepath.IsLocal(name) {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(p, 0o755)
-		case tar.TypeSymlink:
-			err = os.Symlink(hdr.Linkname, p)
-		case tar.TypeReg:
-			var b []byte
-			if b, err = io.ReadAll(io.LimitReader(tr, 1<<20)); err == nil {
-				err = os.WriteFile(p, b, 0o644)
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 // run runs lspci on the tree with args and returns its standard output.

@@ -1,7 +1,7 @@
 // Package testsupport holds what the tests of several packages share: the
 // comparison with golden files, fixture machines written to a temporary root,
-// sysfs opened over such a root or a snapshot (closed when the test ends), and
-// the parsing of Prometheus textfiles.
+// sysfs opened over such a root or a snapshot (closed when the test ends), a
+// snapshot unpacked into a root, and the parsing of Prometheus textfiles.
 //
 // It imports neither node nor the packages node is built from (p2pdma, pathclass),
 // so that their in-package tests may use it. Package internal/testnode builds on it
@@ -24,6 +24,9 @@
 package testsupport
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
 	"flag"
 	"io"
 	"io/fs"
@@ -201,4 +204,72 @@ func MetricsFile(tb testing.TB, path string) map[string]*dto.MetricFamily {
 	}
 	defer f.Close()
 	return Metrics(tb, f)
+}
+
+// maxMember bounds one regular file that Unpack writes.
+const maxMember = 64 << 20
+
+// Unpack writes the snapshot archive at path (a gzip'd tar, as p2pcheck snapshot
+// writes) into dir as a root tree: directories; regular files with their
+// permission bits, readable by the owner; symbolic links as they are, for sysfs
+// resolves them inside the root; device nodes as empty regular files with their
+// permission bits, as fixture's NoDeviceNodes writes them. A member whose name
+// leaves dir is skipped; a regular file over 64 MiB fails tb.
+func Unpack(tb testing.TB, path, dir string) {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			tb.Fatalf("%s: %v", path, err)
+		}
+		name := filepath.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if name == "." || !filepath.IsLocal(name) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		perm := fs.FileMode(hdr.Mode).Perm()
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeSymlink:
+			err = os.Symlink(hdr.Linkname, p)
+		case tar.TypeReg:
+			var b []byte
+			if b, err = io.ReadAll(io.LimitReader(tr, maxMember+1)); err == nil && len(b) > maxMember {
+				tb.Fatalf("%s: %s is over %d bytes", path, hdr.Name, maxMember)
+			}
+			if err == nil {
+				err = writeFile(p, b, perm|0o400)
+			}
+		case tar.TypeChar, tar.TypeBlock:
+			err = writeFile(p, nil, perm)
+		}
+		if err != nil {
+			tb.Fatalf("%s: %v", path, err)
+		}
+	}
+}
+
+// writeFile writes b to p with the permission bits perm, whatever the umask.
+func writeFile(p string, b []byte, perm fs.FileMode) error {
+	if err := os.WriteFile(p, b, perm); err != nil {
+		return err
+	}
+	return os.Chmod(p, perm)
 }

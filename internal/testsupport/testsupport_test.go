@@ -1,6 +1,9 @@
 package testsupport
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // recorder is a testing.TB that keeps what a helper reports; Fatal ends the
@@ -162,5 +167,57 @@ func TestMetrics(t *testing.T) {
 	}
 	if r := run(func(tb testing.TB) { MetricsFile(tb, filepath.Join(t.TempDir(), "none.prom")) }); !r.fatal {
 		t.Errorf("a missing textfile did not stop the test")
+	}
+}
+
+// TestUnpack: a snapshot unpacked into a root reads as the snapshot does; names
+// that leave the root are skipped and device nodes become regular files.
+func TestUnpack(t *testing.T) {
+	const h200 = "../../testdata/h200-2gpu-vm/snapshot.tar.gz"
+	root := t.TempDir()
+	Unpack(t, h200, root)
+	if got, want := len(Topology(t, OpenRoot(t, root)).Devices), len(Topology(t, OpenSnapshot(t, h200)).Devices); got != want || want == 0 {
+		t.Errorf("unpacked: %d functions, the snapshot %d", got, want)
+	}
+
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	tw := tar.NewWriter(zw)
+	for _, h := range []tar.Header{
+		{Name: "../escape", Typeflag: tar.TypeReg, Mode: 0o644},
+		{Name: "/abs", Typeflag: tar.TypeReg, Mode: 0o644},
+		{Name: "dev/gdrdrv", Typeflag: tar.TypeChar, Mode: 0o666, Devmajor: 235},
+		{Name: "sys/link", Typeflag: tar.TypeSymlink, Linkname: "../../outside"},
+	} {
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "hostile.tar.gz")
+	if err := os.WriteFile(archive, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "root")
+	Unpack(t, archive, dir)
+	var names []string
+	filepath.WalkDir(parent, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(parent, p)
+			names = append(names, rel)
+		}
+		return err
+	})
+	if diff := cmp.Diff([]string{"root/dev/gdrdrv", "root/sys/link"}, names); diff != "" {
+		t.Errorf("written (-want +got):\n%s", diff)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "dev", "gdrdrv")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o666 {
+		t.Errorf("dev/gdrdrv: %v, %v; want a regular file of mode 0666", fi, err)
 	}
 }
