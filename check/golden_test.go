@@ -1,11 +1,8 @@
 package check_test
 
 import (
-	"bytes"
 	"strings"
 	"testing"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
@@ -23,19 +20,7 @@ func TestGoldenReports(t *testing.T) {
 // TestSchema validates the JSON report of every machine against the committed
 // schema, and checks that the schema rejects what it must.
 func TestSchema(t *testing.T) {
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	sch, err := c.Compile("../schema/report.v1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	validate := func(b []byte) error {
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			return err
-		}
-		return sch.Validate(inst)
-	}
+	validate := testsupport.Schema(t, "../schema/report.v1.json")
 	for _, name := range machines() {
 		t.Run(name, func(t *testing.T) {
 			if err := validate(marshal(t, report(t, name))); err != nil {

@@ -25,6 +25,7 @@ package testsupport
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"flag"
@@ -39,6 +40,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -272,4 +274,46 @@ func writeFile(p string, b []byte, perm fs.FileMode) error {
 		return err
 	}
 	return os.Chmod(p, perm)
+}
+
+// schemaBase is where the schemas of the repository's schema/ directory are
+// published: their $id, by which they refer to each other.
+const schemaBase = "https://github.com/p2pkit/p2pkit/schema/"
+
+// Schema compiles the JSON schema at path, a file of the repository's schema/
+// directory, with formats asserted, and returns a validator of JSON documents.
+// Every schema of that directory is registered under its published address
+// first, so that references between them resolve to the committed files.
+func Schema(tb testing.TB, path string) func([]byte) error {
+	tb.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(path), "*.json"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no schemas beside %s (%v)", path, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			tb.Fatalf("%s: %v", f, err)
+		}
+		if err := c.AddResource(schemaBase+filepath.Base(f), doc); err != nil {
+			tb.Fatalf("%s: %v", f, err)
+		}
+	}
+	sch, err := c.Compile(schemaBase + filepath.Base(path))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return func(b []byte) error {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		return sch.Validate(inst)
+	}
 }

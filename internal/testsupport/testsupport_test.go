@@ -221,3 +221,17 @@ func TestUnpack(t *testing.T) {
 		t.Errorf("dev/gdrdrv: %v, %v; want a regular file of mode 0666", fi, err)
 	}
 }
+
+// TestSchema compiles a schema that refers to another by its published address,
+// rejects documents it must, and stops the test where there is no schema.
+func TestSchema(t *testing.T) {
+	validate := Schema(t, "../../schema/gdr.v1.json") // refers to report.v1.json
+	for _, doc := range []string{`{}`, `not JSON`, `{"schema_version":"1"}`} {
+		if err := validate([]byte(doc)); err == nil {
+			t.Errorf("gdr.v1.json accepted %s", doc)
+		}
+	}
+	if r := run(func(tb testing.TB) { Schema(tb, filepath.Join(t.TempDir(), "none.v1.json")) }); !r.fatal {
+		t.Errorf("a directory without schemas did not stop the test")
+	}
+}
