@@ -153,25 +153,16 @@ func parsePaths(t *testing.T, out string) map[pcie.Address]pathLine {
 			t.Fatalf("lspci -PP %q: %v", line, err)
 		}
 		// Elements after the first omit the domain; it is the first's.
-		a.Domain = mustAddr(t, elems[0]).Domain
+		a.Domain = testsupport.Addr(t, elems[0]).Domain
 		pl := pathLine{title: revSuffix.ReplaceAllString(title, "")}
 		if len(elems) > 1 {
-			p := mustAddr(t, elems[len(elems)-2])
+			p := testsupport.Addr(t, elems[len(elems)-2])
 			p.Domain = a.Domain
 			pl.parent = &p
 		}
 		m[a] = pl
 	}
 	return m
-}
-
-func mustAddr(t *testing.T, s string) pcie.Address {
-	t.Helper()
-	a, err := pcie.ParseAddress(s)
-	if err != nil {
-		t.Fatalf("lspci address %q: %v", s, err)
-	}
-	return a
 }
 
 // verbose is what the test reads of one function in `lspci -vvv`.
@@ -201,7 +192,7 @@ func parseVerbose(t *testing.T, out string) map[pcie.Address]*verbose {
 		if line[0] != '\t' {
 			addr, _, _ := strings.Cut(line, " ")
 			cur = &verbose{}
-			m[mustAddr(t, addr)] = cur
+			m[testsupport.Addr(t, addr)] = cur
 			continue
 		}
 		if cur == nil {

@@ -317,3 +317,14 @@ func Schema(tb testing.TB, path string) func([]byte) error {
 		return sch.Validate(inst)
 	}
 }
+
+// Addr parses a PCI address ("0000:1a:00.0", or "1a:00.0" in domain 0), failing
+// tb when it does not parse.
+func Addr(tb testing.TB, s string) pcie.Address {
+	tb.Helper()
+	a, err := pcie.ParseAddress(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
