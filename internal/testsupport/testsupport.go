@@ -1,11 +1,14 @@
 // Package testsupport holds what the tests of several packages share: the
-// comparison with golden files, fixture machines written to a temporary root,
-// sysfs opened over such a root or a snapshot (closed when the test ends), a
-// snapshot unpacked into a root, and the parsing of Prometheus textfiles.
+// comparison with golden files and its -update flag, fixture machines written to
+// a temporary root, sysfs opened over such a root or a snapshot (closed when the
+// test ends), a snapshot unpacked into a root, PCI addresses, the committed JSON
+// schemas, and the parsing of Prometheus textfiles.
 //
-// It imports neither node nor the packages node is built from (p2pdma, pathclass),
-// so that their in-package tests may use it. Package internal/testnode builds on it
-// and loads whole machines through package node.
+// It imports neither node nor the packages node is built from (p2pdma,
+// pathclass), so that their in-package tests may use it; package
+// internal/testnode builds on it and loads whole machines through package node.
+// It imports pcie, sysfs and internal/fixture, whose in-package tests therefore
+// keep their own helpers.
 //
 // # Golden files
 //
