@@ -10,6 +10,7 @@ import (
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
@@ -205,25 +206,6 @@ func addr(s string) pcie.Address {
 	return a
 }
 
-// buildMachine writes m and loads it.
-func buildMachine(t *testing.T, m *fixture.Machine) *node.Node {
-	t.Helper()
-	dir := t.TempDir()
-	if err := m.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := sysfs.NewFS(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	n, err := node.Load(fsys, node.Options{NoNames: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestPCIeLinkCases: an idle GPU's lower speed is explained as power saving, a
 // narrower link as lost lanes, a Gen5 NIC in a Gen4 slot as capped by the
 // slot, and an NVMe controller's narrower own capability is no fault.
@@ -255,7 +237,7 @@ func TestPCIeLinkCases(t *testing.T) {
 			hb := m.HostBridge(0, 0, 0)
 			hb.Endpoint(0, 0, fixture.ID(0x8086, 0x09a2), fixture.Class(0x088000))
 			tt.build(hb.RootPort(1, 0, fixture.ID(0x8086, 0x352a), fixture.Link(5, 16)))
-			r := run1(t, check.NewFacts(buildMachine(t, m), check.Inputs{}), "pcie_link")
+			r := run1(t, check.NewFacts(testnode.Machine(t, m, node.Options{NoNames: true}), check.Inputs{}), "pcie_link")
 			compare(t, tt.want, r)
 			if tt.msg != "" && (len(r.Findings) != 1 || !strings.Contains(r.Findings[0].Message, tt.msg)) {
 				t.Errorf("findings %+v, want one saying %q", r.Findings, tt.msg)
@@ -268,7 +250,7 @@ func TestPCIeLinkCases(t *testing.T) {
 		hb.Endpoint(0, 0, fixture.ID(0x8086, 0x09a2), fixture.Class(0x088000))
 		hb.RootPort(1, 0, fixture.ID(0x8086, 0x352a), fixture.Link(4, 16)).
 			Endpoint(fixture.ID(0x15b3, nicID), fixture.Class(0x020700), fixture.Link(5, 16), fixture.RDMA("mlx5_0"))
-		r := run1(t, check.NewFacts(buildMachine(t, m), check.Inputs{}), "pcie_link")
+		r := run1(t, check.NewFacts(testnode.Machine(t, m, node.Options{NoNames: true}), check.Inputs{}), "pcie_link")
 		if r.Status != check.Warn || len(r.Findings) != 1 || !strings.Contains(r.Findings[0].Message, "the slot caps the link") {
 			t.Errorf("pcie_link = %s %+v, want a warning that the slot caps the link", r.Status, r.Findings)
 		}

@@ -1,39 +1,22 @@
 package check
 
 import (
-	"path/filepath"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestVerdictThroughGap: a pair whose walk crosses a function of unknown parent
 // (a bridge of its sysfs path was not read) has an unknown verdict in the checks,
 // as in pair and pairs; a pair elsewhere keeps its verdict.
 func TestVerdictThroughGap(t *testing.T) {
-	m, err := fixture.ByName("dgx-h100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(t.TempDir(), "dgx")
-	if err := m.NoDeviceNodes().Write(root); err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := sysfs.NewFS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	n, err := node.Load(fsys, node.Options{NoNames: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := testnode.Load(t, "dgx-h100", node.Options{NoNames: true})
 	// Drop the downstream port above GPU 0000:1a:00.0 and NIC 0000:1b:00.0.
-	gone := mustAddr(t, "0000:19:00.0")
+	gone := testsupport.Addr(t, "0000:19:00.0")
 	var recs []pcie.Record
 	for _, d := range n.Topology.Devices {
 		if d.Address != gone {
@@ -44,7 +27,7 @@ func TestVerdictThroughGap(t *testing.T) {
 	c.Topology = pcie.NewTopology(recs)
 	f := NewFacts(&c, Inputs{Source: Snapshot})
 	dev := func(s string) *pcie.Device {
-		d := c.Topology.Device(mustAddr(t, s))
+		d := c.Topology.Device(testsupport.Addr(t, s))
 		if d == nil {
 			t.Fatalf("no %s", s)
 		}
@@ -56,13 +39,4 @@ func TestVerdictThroughGap(t *testing.T) {
 	if v := f.verdict(pair{a: dev("0000:3c:00.0"), b: dev("0000:40:00.0")}); v.MapType == p2pdma.Unknown {
 		t.Errorf("elsewhere: unknown (%s), want the kernel's verdict", v.Reason)
 	}
-}
-
-func mustAddr(t *testing.T, s string) pcie.Address {
-	t.Helper()
-	a, err := pcie.ParseAddress(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }

@@ -1,12 +1,10 @@
 package check_test
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // TestGoldenReports runs the whole catalogue on every machine and compares the
@@ -14,7 +12,7 @@ import (
 func TestGoldenReports(t *testing.T) {
 	for _, name := range machines() {
 		t.Run(name, func(t *testing.T) {
-			golden(t, "reports/"+name+".json", marshal(t, report(t, name)))
+			testsupport.Golden(t, "testdata/reports/"+name+".json", marshal(t, report(t, name)))
 		})
 	}
 }
@@ -22,19 +20,7 @@ func TestGoldenReports(t *testing.T) {
 // TestSchema validates the JSON report of every machine against the committed
 // schema, and checks that the schema rejects what it must.
 func TestSchema(t *testing.T) {
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	sch, err := c.Compile("../schema/report.v1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	validate := func(b []byte) error {
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			return err
-		}
-		return sch.Validate(inst)
-	}
+	validate := testsupport.Schema(t, "../schema/report.v1.json")
 	for _, name := range machines() {
 		t.Run(name, func(t *testing.T) {
 			if err := validate(marshal(t, report(t, name))); err != nil {
@@ -58,9 +44,4 @@ func TestSchema(t *testing.T) {
 			}
 		}
 	})
-}
-
-// diffLines is cmp.Diff over lines, for golden files.
-func diffLines(want, got string) string {
-	return cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n"))
 }

@@ -1,7 +1,6 @@
 package check_test
 
 import (
-	"bytes"
 	"fmt"
 	"runtime"
 	"slices"
@@ -9,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/node"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // flatMachine is n GPUs (10de:2335, conventional PCI functions without
@@ -45,36 +45,16 @@ func flatMachine(n int, mixed bool) *fixture.Machine {
 	return m
 }
 
-// loadFlat reads flatMachine(n, mixed) back: as a snapshot in memory up to
-// 4,000 GPUs, written to a directory above, where a snapshot would hold more
-// members than sysfs.ReadSnapshot takes.
+// loadFlat reads flatMachine(n, mixed) back: as a snapshot file up to 4,000
+// GPUs, written to a directory above, where a snapshot would hold more members
+// than node.LoadSnapshot takes.
 func loadFlat(tb testing.TB, n int, mixed bool) *node.Node {
 	tb.Helper()
 	m := flatMachine(n, mixed).NoDeviceNodes()
-	var fsys sysfs.FS
-	var err error
 	if n <= 4000 {
-		var buf bytes.Buffer
-		if err := m.WriteSnapshot(&buf); err != nil {
-			tb.Fatal(err)
-		}
-		fsys, err = sysfs.ReadSnapshot(&buf)
-	} else {
-		dir := tb.TempDir()
-		if err := m.Write(dir); err != nil {
-			tb.Fatal(err)
-		}
-		fsys, err = sysfs.NewFS(dir)
+		return testnode.SnapshotOf(tb, m, node.Options{NoNames: true})
 	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer fsys.Close()
-	nd, err := node.Load(fsys, node.Options{NoNames: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return nd
+	return testnode.Machine(tb, m, node.Options{NoNames: true})
 }
 
 // reportOf runs every check on nd and builds the report, as p2pcheck --snapshot

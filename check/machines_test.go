@@ -2,9 +2,6 @@ package check_test
 
 import (
 	"encoding/json"
-	"flag"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -12,11 +9,10 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // captures maps the real machines kept in the repository to their snapshots:
 // the GPU machines of testdata (h200-2gpu-vm, ...), the QEMU guests booted with
@@ -53,25 +49,10 @@ func machines() []string {
 	return append(out, caps...)
 }
 
-// fixtureRoot holds the fixture trees the tests write, once per run.
-var fixtureRoot string
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	dir, err := os.MkdirTemp("", "check-fixtures-")
-	if err != nil {
-		panic(err)
-	}
-	fixtureRoot = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
 // loaded caches machines by name; tests copy the Node before changing it.
 var loaded = map[string]*node.Node{}
 
-// loadMachine reads a named fixture (written below fixtureRoot) or capture,
+// loadMachine reads a named fixture (with its device nodes) or capture,
 // without pci.ids names so that results do not depend on the host. The result
 // is a copy the caller may change.
 func loadMachine(t *testing.T, name string) *node.Node {
@@ -80,34 +61,12 @@ func loadMachine(t *testing.T, name string) *node.Node {
 		c := *n
 		return &c
 	}
-	var fsys sysfs.FS
-	var err error
+	opt := node.Options{NoNames: true}
+	var n *node.Node
 	if path, ok := captures[name]; ok {
-		fsys, err = sysfs.OpenSnapshot(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		n = testnode.Snapshot(t, path, opt)
 	} else {
-		m, err := fixture.ByName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join(fixtureRoot, name)
-		if err := m.Write(dir); err != nil {
-			t.Fatal(err)
-		}
-		if fi, err := os.Lstat(filepath.Join(dir, "dev/gdrdrv")); err == nil && fi.Mode()&fs.ModeCharDevice == 0 {
-			t.Skip("this fixture's /dev/gdrdrv is a device node only when written as root")
-		}
-		fsys, err = sysfs.NewFS(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer fsys.Close()
-	n, err := node.Load(fsys, node.Options{NoNames: true})
-	if err != nil {
-		t.Fatal(err)
+		n = testnode.Root(t, testsupport.RootWithDevices(t, testsupport.Fixture(t, name)), opt)
 	}
 	loaded[name] = n
 	c := *n
@@ -126,28 +85,6 @@ func report(t *testing.T, name string) check.Report {
 		t.Fatal(err)
 	}
 	return check.NewReport(f, res, testMeta)
-}
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file (run go test -update and review the diff):\n%s", path, diffLines(string(want), string(got)))
-	}
 }
 
 func marshal(t *testing.T, v any) []byte {

@@ -1,16 +1,15 @@
 package check
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // pathsByPair is what pathDevices and pathBlocks mean, computed the slow way:
@@ -54,30 +53,12 @@ func sortedCaps(cs []Capability) []Capability {
 // union of Topology.Path over every pair of interest gives, on every named
 // fixture but the benchmark tree "large".
 func TestPathsAgreeWithPath(t *testing.T) {
-	dir := t.TempDir()
 	for _, name := range fixture.Names() {
 		if name == "large" {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			m, err := fixture.ByName(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			root := filepath.Join(dir, name)
-			if err := m.NoDeviceNodes().Write(root); err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(root)
-			fsys, err := sysfs.NewFS(root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fsys.Close()
-			n, err := node.Load(fsys, node.Options{NoNames: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			n := testnode.Load(t, name, node.Options{NoNames: true})
 			f := NewFacts(n, Inputs{Source: Snapshot})
 			wantDevs, wantBlocks := pathsByPair(f)
 			var gotDevs []pcie.Address

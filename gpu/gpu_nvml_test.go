@@ -5,7 +5,6 @@ package gpu
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,10 +13,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // nvmlSnapshot is the shape of testdata/h200-2gpu-vm/nvml.json: what NVML
 // said on a real machine.
@@ -144,19 +142,7 @@ func TestProbeSnapshotGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			golden := filepath.Join(dir, "facts.golden.json")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("facts differ from %s (-want +got):\n%s", golden, diff)
-			}
+			testsupport.Golden(t, filepath.Join(dir, "facts.golden.json"), got)
 
 			// No redundant calls: one ancestor query per unordered pair, five
 			// P2P queries per ordered pair, one Init and one Shutdown.

@@ -3,7 +3,6 @@ package nccl
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,13 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/gpu"
-	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/nccl/golden")
 
 const testdata = "../testdata/nccl"
 
@@ -84,21 +81,6 @@ func TestNCCLTopologyPaths(t *testing.T) {
 	}
 }
 
-// loadSnapshot reads a captured machine as p2pcheck does.
-func loadSnapshot(t *testing.T, path string) *node.Node {
-	t.Helper()
-	fsys, err := sysfs.OpenSnapshot(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	n, err := node.Load(fsys, node.Options{NoNames: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // eth0 is the VM's network interface: virtio-net on 0000:00:03.0, which NCCL
 // reports as "network path (name = eth0) /sys/devices/pci0000:00/0000:00:03.0/virtio2
 // is not a PCI device (virtio). Attaching to first CPU". A snapshot does not hold
@@ -139,7 +121,7 @@ func xmlString(t *testing.T, n *Node) string {
 // its GPUDirect RDMA decision equals NCCL's.
 func TestH200OneGPU(t *testing.T) {
 	dir := filepath.Join(testdata, "h200-1gpu")
-	n := loadSnapshot(t, filepath.Join(dir, "snapshot.tar.gz"))
+	n := testnode.Snapshot(t, filepath.Join(dir, "snapshot.tar.gz"), node.Options{NoNames: true})
 	m := FromNode(n, eth0)
 	in, topo := m.Input(Settings{}, DefaultVersion, "test")
 	if diff := cmp.Diff(xmlString(t, withoutHostHash(readXML(t, filepath.Join(dir, "nccl-topo.xml")))), xmlString(t, topo)); diff != "" {
@@ -231,26 +213,10 @@ func h200Facts(t *testing.T) *gpu.Facts {
 	return f
 }
 
-// golden compares got with testdata/nccl/golden/name, or rewrites it with -update.
+// golden compares got with testdata/nccl/golden/name (see testsupport.Golden).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(testdata, "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", name, diff)
-	}
+	testsupport.Golden(t, filepath.Join(testdata, "golden", name), got)
 }
 
 func marshal(t *testing.T, r *Report) []byte {
@@ -278,7 +244,7 @@ var h200TwoGPUSettings = []struct {
 
 func h200TwoGPU(t *testing.T, assume map[string]string) *Report {
 	t.Helper()
-	n := loadSnapshot(t, "../testdata/h200-2gpu-vm/snapshot.tar.gz")
+	n := testnode.Snapshot(t, "../testdata/h200-2gpu-vm/snapshot.tar.gz", node.Options{NoNames: true})
 	n.GPU = h200Facts(t)
 	in, _ := FromNode(n, eth0).Input(ResolveSettings(assume, nil, nil), DefaultVersion, "test")
 	r, err := Predict(in)
@@ -377,23 +343,7 @@ func TestFixtures(t *testing.T) {
 			name += "-" + strings.ToLower(strings.TrimPrefix(k, "NCCL_")) + "-" + strings.ToLower(v)
 		}
 		t.Run(name, func(t *testing.T) {
-			m, err := fixture.ByName(tt.machine)
-			if err != nil {
-				t.Fatal(err)
-			}
-			root := filepath.Join(t.TempDir(), "root")
-			if err := m.Write(root); err != nil {
-				t.Fatal(err)
-			}
-			fsys, err := sysfs.NewFS(root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fsys.Close()
-			n, err := node.Load(fsys, node.Options{NoNames: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			n := testnode.Load(t, tt.machine, node.Options{NoNames: true})
 			nm := FromNode(n, nil)
 			nm.RDMARates = tt.rates
 			in, topo := nm.Input(ResolveSettings(tt.assume, nil, nil), DefaultVersion, "test")
@@ -444,7 +394,7 @@ func TestH200TwoGPULogs(t *testing.T) {
 // (ncclTopoCheckP2p: before 2.23 SYS except on Intel, ARM and Zhaoxin; from 2.23
 // PXB, or SYS on AMD x86 with at most two GPUs) and cuMem (on by default from 2.19).
 func TestVersionDefaults(t *testing.T) {
-	n := loadSnapshot(t, "../testdata/h200-2gpu-vm/snapshot.tar.gz")
+	n := testnode.Snapshot(t, "../testdata/h200-2gpu-vm/snapshot.tar.gz", node.Options{NoNames: true})
 	for _, tt := range []struct {
 		vendor  string
 		version Version

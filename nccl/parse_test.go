@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 func TestParseConf(t *testing.T) {
@@ -271,18 +272,7 @@ func TestConfPrecedence(t *testing.T) {
 // TestSchema validates every JSON the package and the device run produced against
 // schema/nccl.v1.json, and checks that it rejects what it must.
 func TestSchema(t *testing.T) {
-	c := jsonschema.NewCompiler()
-	sch, err := c.Compile("../schema/nccl.v1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	validate := func(b []byte) error {
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			return err
-		}
-		return sch.Validate(inst)
-	}
+	validate := testsupport.Schema(t, "../schema/nccl.v1.json")
 	files, _ := filepath.Glob(filepath.Join(testdata, "golden", "*.json"))
 	files = append(files, filepath.Join(testdata, "h200-1gpu", "p2pcheck-nccl.json"), filepath.Join(testdata, "h200-1gpu-conf", "p2pcheck-nccl-conf.json"))
 	if len(files) < 2 {

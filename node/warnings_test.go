@@ -7,8 +7,9 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestMissingConfigOnce removes config files from the degraded-link machine (seven
@@ -26,10 +27,7 @@ func TestMissingConfigOnce(t *testing.T) {
 		{7, 0, true},
 	}
 	for _, tt := range tests {
-		dir := t.TempDir()
-		if err := fixture.DegradedLink().NoDeviceNodes().Write(dir); err != nil {
-			t.Fatal(err)
-		}
+		dir := testsupport.Root(t, fixture.DegradedLink())
 		links, err := filepath.Glob(filepath.Join(dir, "sys", "bus", "pci", "devices", "*"))
 		if err != nil || len(links) != 7 {
 			t.Fatalf("devices: %v, %v", links, err)
@@ -39,15 +37,7 @@ func TestMissingConfigOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		fsys, err := sysfs.NewFS(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := node.Load(fsys, node.Options{NoNames: true, NoPlatform: true})
-		fsys.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := testnode.Root(t, dir, node.Options{NoNames: true, NoPlatform: true})
 		folded := 0
 		for _, w := range n.Warnings {
 			if errors.Is(w, node.ErrNoConfig) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -70,7 +72,7 @@ func TestAssumeAgainstKernel(t *testing.T) {
 // port (whose redirect is kept) do not change, and the tree read is untouched.
 func TestAssumeClearRedirect(t *testing.T) {
 	topo, plat := loadSnapshot(t, "../testdata/vm/iommu-acs-oracle/snapshot.tar.gz")
-	rp := mustAddr(t, "0000:00:03.0")
+	rp := testsupport.Addr(t, "0000:00:03.0")
 	a := Assumptions{ClearRedirect: []pcie.Address{rp}}
 	after := a.Topology(topo)
 	d := after.Device(rp)
@@ -80,11 +82,11 @@ func TestAssumeClearRedirect(t *testing.T) {
 	if acs, _ := topo.Device(rp).ACS(); acs.Control != 0x001d {
 		t.Fatalf("the tree read changed: ACS Control %#x", acs.Control)
 	}
-	if acs, _ := after.Device(mustAddr(t, "0000:00:02.0")).ACS(); acs.Control != 0x001d {
+	if acs, _ := after.Device(testsupport.Addr(t, "0000:00:02.0")).ACS(); acs.Control != 0x001d {
 		t.Fatalf("the other root port changed: %#x", acs.Control)
 	}
 	calc := NewCalculator(after, plat)
-	nvme, nic := after.Device(mustAddr(t, "0000:05:00.0")), after.Device(mustAddr(t, "0000:05:00.1"))
+	nvme, nic := after.Device(testsupport.Addr(t, "0000:05:00.0")), after.Device(testsupport.Addr(t, "0000:05:00.1"))
 	if v := calc.Calc(nvme, nic); v.MapType != BusAddr || v.Distance != 2 {
 		t.Errorf("NVMe -> e1000e below the cleared root port: %s %d, want bus-addr 2", v.MapType, v.Distance)
 	}
@@ -140,15 +142,6 @@ func TestAssumeCPU(t *testing.T) {
 	if p := (Assumptions{}).Platform(amd); p != amd {
 		t.Errorf("no assumption changed the platform: %+v", p)
 	}
-}
-
-func mustAddr(tb testing.TB, s string) pcie.Address {
-	tb.Helper()
-	a, err := pcie.ParseAddress(s)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return a
 }
 
 // FuzzAssumptionsSet: Set accepts exactly the four forms, and what it accepts

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
@@ -11,21 +13,12 @@ import (
 // loadSnapshot reads a captured machine the way p2pcheck does.
 func loadSnapshot(tb testing.TB, path string) (*pcie.Topology, Platform) {
 	tb.Helper()
-	fsys, err := sysfs.OpenSnapshot(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer fsys.Close()
-	return loadFS(tb, fsys)
+	return loadFS(tb, testsupport.OpenSnapshot(tb, path))
 }
 
 // loadFS reads the topology and the P2PDMA platform facts of fsys.
 func loadFS(tb testing.TB, fsys sysfs.FS) (*pcie.Topology, Platform) {
 	tb.Helper()
-	recs, err := fsys.PCIRecords()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	sp, err := fsys.Platform()
 	if err != nil {
 		tb.Fatal(err)
@@ -37,7 +30,7 @@ func loadFS(tb testing.TB, fsys sysfs.FS) (*pcie.Topology, Platform) {
 	if sp.Kernel != nil {
 		plat.Kernel = KernelVersion{sp.Kernel.Major, sp.Kernel.Minor}
 	}
-	return pcie.NewTopology(recs), plat
+	return testsupport.Topology(tb, fsys), plat
 }
 
 // TestH200Capture checks the two-H200 cloud VM: every function sits on the root bus

@@ -1,13 +1,13 @@
 package p2pdma
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // machine writes the named synthetic machine to a temporary root and reads it back
@@ -20,35 +20,15 @@ type machine struct {
 
 func loadFixture(tb testing.TB, name string) machine {
 	tb.Helper()
-	m, err := fixture.ByName(name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	root := filepath.Join(tb.TempDir(), "root")
-	if err := m.Write(root); err != nil {
-		tb.Fatal(err)
-	}
-	fsys, err := sysfs.NewFS(root)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer fsys.Close()
-	topo, plat := loadFS(tb, fsys)
+	m := testsupport.Fixture(tb, name)
+	topo, plat := loadFS(tb, testsupport.OpenRoot(tb, testsupport.Root(tb, m)))
 	return machine{topo: topo, plat: plat, m: m}
 }
 
 // dev returns the function the fixture labelled label.
 func (m machine) dev(tb testing.TB, label string) *pcie.Device {
 	tb.Helper()
-	f := m.m.Func(label)
-	if f == nil {
-		tb.Fatalf("no function labelled %q", label)
-	}
-	d := m.topo.Device(f.Address())
-	if d == nil {
-		tb.Fatalf("%s (%s) not in the topology", label, f.Address())
-	}
-	return d
+	return testsupport.Device(tb, m.topo, m.m, label)
 }
 
 // up returns the n-th bridge above d (VFs climb through their PF).

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // TestCheckComplete removes the downstream port above gpu1 of the degraded-link
@@ -16,16 +16,8 @@ import (
 // a pair whose walks avoid it keeps the kernel's answer.
 func TestCheckComplete(t *testing.T) {
 	m := fixture.DegradedLink()
-	root := filepath.Join(t.TempDir(), "root")
-	if err := m.Write(root); err != nil {
-		t.Fatal(err)
-	}
-	full, err := sysfs.NewFS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, plat := loadFS(t, full)
-	full.Close()
+	root := testsupport.Root(t, m)
+	topo, plat := loadFS(t, testsupport.OpenRoot(t, root))
 	gpu0, gpu1 := topo.Device(m.Func("gpu0").Address()), topo.Device(m.Func("gpu1").Address())
 	calc := NewCalculator(topo, plat)
 	if v := CheckComplete(calc.Calc(gpu0, gpu1), gpu0, gpu1); v.MapType == Unknown {
@@ -36,12 +28,7 @@ func TestCheckComplete(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", port)); err != nil {
 		t.Fatal(err)
 	}
-	cut, err := sysfs.NewFS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cut.Close()
-	topo, plat = loadFS(t, cut)
+	topo, plat = loadFS(t, testsupport.OpenRoot(t, root))
 	gpu0, gpu1 = topo.Device(gpu0.Address), topo.Device(gpu1.Address)
 	if !gpu1.PathIncomplete {
 		t.Fatalf("gpu1 PathIncomplete = false after removing %s", port)

@@ -2,10 +2,10 @@ package p2pmem
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // TestFixtureNVMeCMB opens the providers of a synthetic machine written as a sysfs
@@ -21,10 +21,7 @@ func TestFixtureNVMeCMB(t *testing.T) {
 	} {
 		t.Run(tt.kernel, func(t *testing.T) {
 			m := fixture.NVMeCMB().Kernel(tt.kernel)
-			root := filepath.Join(t.TempDir(), "root")
-			if err := m.Write(root); err != nil {
-				t.Fatal(err)
-			}
+			root := testsupport.Root(t, m)
 			p, err := OpenAddress(root, m.Func("cmb").Address())
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("OpenAddress(cmb) error = %v; want %v", err, tt.want)

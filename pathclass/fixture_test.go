@@ -1,12 +1,11 @@
 package pathclass
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestFixtureMachines classes pairs of synthetic machines written as sysfs trees and
@@ -58,37 +57,15 @@ type fixtureMachine struct {
 	m    *fixture.Machine
 }
 
+// loadFixture writes the named fixture machine to a temporary root and reads its
+// topology back.
 func loadFixture(tb testing.TB, name string) *fixtureMachine {
 	tb.Helper()
-	m, err := fixture.ByName(name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	root := filepath.Join(tb.TempDir(), "root")
-	if err := m.Write(root); err != nil {
-		tb.Fatal(err)
-	}
-	fsys, err := sysfs.NewFS(root)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer fsys.Close()
-	recs, err := fsys.PCIRecords()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &fixtureMachine{topo: pcie.NewTopology(recs), m: m}
+	m := testsupport.Fixture(tb, name)
+	return &fixtureMachine{topo: testsupport.Topology(tb, testsupport.OpenRoot(tb, testsupport.Root(tb, m))), m: m}
 }
 
 func (fm *fixtureMachine) dev(tb testing.TB, label string) *pcie.Device {
 	tb.Helper()
-	f := fm.m.Func(label)
-	if f == nil {
-		tb.Fatalf("no function labelled %q", label)
-	}
-	d := fm.topo.Device(f.Address())
-	if d == nil {
-		tb.Fatalf("%s (%s) not in the topology", label, f.Address())
-	}
-	return d
+	return testsupport.Device(tb, fm.topo, fm.m, label)
 }

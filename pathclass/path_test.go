@@ -6,8 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // tree builds pcie devices by hand, linked as pcie.NewTopology links them.
@@ -255,16 +256,7 @@ type nvmlCapture struct {
 // on the root bus of host bridge pci0000:00, common ancestor 30 (HOSTBRIDGE, PHB);
 // nvidia-smi topo -m showed NV18 because of their 18 NVLinks.
 func TestH200Capture(t *testing.T) {
-	fsys, err := sysfs.OpenSnapshot("../testdata/h200-2gpu-vm/snapshot.tar.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	recs, err := fsys.PCIRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo := pcie.NewTopology(recs)
+	topo := testsupport.Topology(t, testsupport.OpenSnapshot(t, "../testdata/h200-2gpu-vm/snapshot.tar.gz"))
 	raw, err := os.ReadFile("../testdata/h200-2gpu-vm/nvml.json")
 	if err != nil {
 		t.Fatal(err)

@@ -1,50 +1,30 @@
 package provision
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/p2pkit/p2pkit/internal/fixture"
+
+	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // writeMachine writes the named synthetic machine to a fresh root and returns it.
 func writeMachine(t *testing.T, name string) string {
 	t.Helper()
-	m, err := fixture.ByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(t.TempDir(), "root")
-	if err := m.NoDeviceNodes().Write(root); err != nil {
-		t.Fatal(err)
-	}
-	return root
+	return testsupport.Root(t, testsupport.Fixture(t, name))
 }
 
 // load reads the machine under root as p2pcheck does.
 func load(t *testing.T, root string) *node.Node {
 	t.Helper()
-	fsys, err := sysfs.NewFS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	n, err := node.Load(fsys, node.Options{NoNames: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testnode.Root(t, root, node.Options{NoNames: true})
 }
 
 func addrs(ds []Action) []string {
@@ -140,31 +120,13 @@ func TestGrubDropIn(t *testing.T) {
 	root := writeMachine(t, "dgx-h100")
 	n := load(t, root)
 	plan := NewPlan(n.Topology, n.P2P, PairsOfInterest(n.Interesting()))
-	golden(t, "dgx-h100.grub.cfg", []byte(plan.GrubDropIn()))
+	testsupport.Golden(t, "testdata/dgx-h100.grub.cfg", []byte(plan.GrubDropIn()))
 	if err := plan.WriteDropIn(root); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(root, DropInPath))
 	if err != nil || string(b) != plan.GrubDropIn() {
 		t.Errorf("written drop-in: %v\n%s", err, b)
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
 	}
 }
 

@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -12,10 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/render"
 )
 
@@ -30,16 +29,7 @@ func writeTextfile(t *testing.T, r check.Report) map[string]*dto.MetricFamily {
 	if err := prometheus.WriteToTextfile(path, reg); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatalf("textfile does not parse: %v", err)
-	}
+	fams := testsupport.MetricsFile(t, path)
 	return fams
 }
 

@@ -2,55 +2,34 @@ package render_test
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/render"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// machineReport builds the report of a named fixture, or of the H200 capture
-// for "h200-2gpu-vm", read as a snapshot without pci.ids names.
+// machineReport builds the report of a named fixture as p2pcheck --root builds
+// it, or of the H200 capture for "h200-2gpu-vm" as p2pcheck --snapshot does,
+// without pci.ids names. These are the reports whose text p2pcheck's own test
+// compares with the same testdata/report files.
 func machineReport(t *testing.T, name string) check.Report {
 	t.Helper()
-	var fsys sysfs.FS
-	var err error
+	opt := node.Options{NoNames: true}
+	var n *node.Node
+	var in check.Inputs
 	if name == "h200-2gpu-vm" {
-		fsys, err = sysfs.OpenSnapshot("../testdata/h200-2gpu-vm/snapshot.tar.gz")
+		n = testnode.Snapshot(t, "../testdata/h200-2gpu-vm/snapshot.tar.gz", opt)
+		in = check.Inputs{Source: check.Snapshot, NoNVML: "NVML not queried: a snapshot carries no NVML state"}
 	} else {
-		var m *fixture.Machine
-		if m, err = fixture.ByName(name); err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		if err := m.Write(dir); err != nil {
-			t.Fatal(err)
-		}
-		if fi, err := os.Lstat(filepath.Join(dir, "dev/gdrdrv")); err == nil && fi.Mode()&os.ModeCharDevice == 0 {
-			t.Skip("this fixture's /dev/gdrdrv is a device node only when written as root")
-		}
-		fsys, err = sysfs.NewFS(dir)
+		n = testnode.Root(t, testsupport.RootWithDevices(t, testsupport.Fixture(t, name)), opt)
+		in = check.Inputs{Source: check.Root, NoNVML: "NVML not queried: it describes this machine, not the tree under --root"}
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	n, err := node.Load(fsys, node.Options{NoNames: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := check.NewFacts(n, check.Inputs{Source: check.Snapshot, NoNVML: "NVML not queried: a snapshot carries no NVML state"})
+	f := check.NewFacts(n, in)
 	res, err := check.Run(f, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -58,35 +37,17 @@ func machineReport(t *testing.T, name string) check.Report {
 	return check.NewReport(f, res, check.Meta{ToolVersion: "v1.0.0", Hostname: "node1", Timestamp: time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)})
 }
 
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	path = filepath.Join("testdata", path)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
-}
-
 // TestReportText compares the text report of representative machines with
 // testdata/report/<machine>.txt, plain and colored.
 func TestReportText(t *testing.T) {
-	for _, name := range []string{"dgx-h100", "dgx-h100-nonroot", "degraded-link", "amd-epyc", "h200-2gpu-vm"} {
+	for _, name := range []string{"dgx-h100", "dgx-h100-acs-off", "dgx-h100-nonroot", "degraded-link", "amd-epyc", "h200-2gpu-vm"} {
 		t.Run(name, func(t *testing.T) {
 			r := machineReport(t, name)
 			var plain, color bytes.Buffer
 			if err := render.ReportText(&plain, r, render.Style{}); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "report/"+name+".txt", plain.Bytes())
+			testsupport.Golden(t, "testdata/report/"+name+".txt", plain.Bytes())
 			if err := render.ReportText(&color, r, render.Style{Color: true}); err != nil {
 				t.Fatal(err)
 			}

@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/render"
 )
 
@@ -28,11 +28,7 @@ func TestPrometheusUnevaluated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(&b)
-	if err != nil {
-		t.Fatalf("textfile does not parse: %v", err)
-	}
+	fams := testsupport.Metrics(t, &b)
 	got := map[string][]string{}
 	for name, f := range fams {
 		got[name] = series(f)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 )
@@ -28,16 +29,16 @@ func BenchmarkTopoText(b *testing.B) {
 // its driver's name, which are escaped.
 func TestTopoTextEveryFunction(t *testing.T) {
 	recs := []pcie.Record{
-		{Address: addr(t, "0000:00:00.0"), Path: "pci0000:00/0000:00:00.0", Class: 0x060000},
+		{Address: testsupport.Addr(t, "0000:00:00.0"), Path: "pci0000:00/0000:00:00.0", Class: 0x060000},
 		// 00:01.0 was not read: its children hang in the air.
-		{Address: addr(t, "0000:01:00.0"), Path: "pci0000:00/0000:00:01.0/0000:01:00.0", Class: 0x060400},
-		{Address: addr(t, "0000:02:00.0"), Path: "pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0", Class: 0x030200,
+		{Address: testsupport.Addr(t, "0000:01:00.0"), Path: "pci0000:00/0000:00:01.0/0000:01:00.0", Class: 0x060400},
+		{Address: testsupport.Addr(t, "0000:02:00.0"), Path: "pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0", Class: 0x030200,
 			Vendor: 0x10de, Device: 0x2330, Driver: "nv\x1b]0;owned\x07idia"},
 		// Two bridges naming each other as parent.
-		{Address: addr(t, "0000:05:00.0"), Path: "pci0000:00/0000:06:00.0/0000:05:00.0", Class: 0x060400},
-		{Address: addr(t, "0000:06:00.0"), Path: "pci0000:00/0000:05:00.0/0000:06:00.0", Class: 0x060400},
+		{Address: testsupport.Addr(t, "0000:05:00.0"), Path: "pci0000:00/0000:06:00.0/0000:05:00.0", Class: 0x060400},
+		{Address: testsupport.Addr(t, "0000:06:00.0"), Path: "pci0000:00/0000:05:00.0/0000:06:00.0", Class: 0x060400},
 		// A path without a host bridge.
-		{Address: addr(t, "0000:07:00.0"), Path: "0000:07:00.0", Class: 0x020000},
+		{Address: testsupport.Addr(t, "0000:07:00.0"), Path: "0000:07:00.0", Class: 0x020000},
 	}
 	top := pcie.NewTopology(recs)
 	var b strings.Builder
@@ -59,13 +60,4 @@ func TestTopoTextEveryFunction(t *testing.T) {
 	if strings.ContainsAny(out, "\x1b\x07") {
 		t.Errorf("control bytes reached the output:\n%q", out)
 	}
-}
-
-func addr(t *testing.T, s string) pcie.Address {
-	t.Helper()
-	a, err := pcie.ParseAddress(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }

@@ -6,25 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // validator compiles schema/gdrbench.v1.json.
 func validator(t *testing.T) func([]byte) error {
 	t.Helper()
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	sch, err := c.Compile("../../schema/gdrbench.v1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func(b []byte) error {
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			return err
-		}
-		return sch.Validate(inst)
-	}
+	return testsupport.Schema(t, "../../schema/gdrbench.v1.json")
 }
 
 // TestSchema validates what every command writes with --format json against

@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // failWriter fails every write, as standard output on a full disk does.
@@ -79,16 +78,7 @@ func TestFleetFilesUnevaluated(t *testing.T) {
 	if code != exitNoEval {
 		t.Fatalf("exit %d (%s), want 3", code, stderr)
 	}
-	f, err := os.Open(prom)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := testsupport.MetricsFile(t, prom)
 	for name, want := range map[string]float64{
 		"p2pcheck_up":                         0,
 		"p2pcheck_exit_code":                  3,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/provision"
 )
 
@@ -21,18 +20,7 @@ func fixSchema(t *testing.T) func([]byte) error { return compileSchema(t, "fix.v
 // compileSchema compiles schema/<name> into a validator.
 func compileSchema(t *testing.T, name string) func([]byte) error {
 	t.Helper()
-	c := jsonschema.NewCompiler()
-	sch, err := c.Compile("../../schema/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func(b []byte) error {
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			return err
-		}
-		return sch.Validate(inst)
-	}
+	return testsupport.Schema(t, "../../schema/"+name)
 }
 
 func decodeFix(t *testing.T, out string) provision.Report {

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +13,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // TestSnapshotKeepsNVML runs every command on a machine with NVML facts (the H200
@@ -43,7 +39,7 @@ func TestSnapshotKeepsNVML(t *testing.T) {
 	defer func() { probeNVML, probeNVMLLinks, nvmlOnRoot = oldProbe, oldLinks, false }()
 
 	root := t.TempDir()
-	unpack(t, h200Snapshot, root)
+	testsupport.Unpack(t, h200Snapshot, root)
 	snap := filepath.Join(t.TempDir(), "snap.tar.gz")
 	// Unredacted, so that the report's GPU UUIDs are the same.
 	if code, _, stderr := p2pcheck("--root", root, "snapshot", "--no-redact", "-o", snap); code != 0 {
@@ -89,72 +85,16 @@ func TestSnapshotKeepsNVML(t *testing.T) {
 	if !strings.Contains(out, `"GPU-redacted-0"`) || strings.Contains(out, f.GPUs[0].UUID) {
 		t.Errorf("UUIDs not redacted: %s", out)
 	}
-	fsys, err := sysfs.OpenSnapshot(redacted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := fsys.Manifest()
+	m, err := testsupport.OpenSnapshot(t, redacted).Manifest()
 	if err != nil || m == nil || !m.NVML || !slices.Contains(m.Redacted, "gpu_uuid") {
 		t.Errorf("manifest %+v, %v: want NVML facts and gpu_uuid redacted", m, err)
-	}
-}
-
-// unpack writes the snapshot archive into dir as a root tree: directories, files
-// and links; device nodes become empty files.
-func unpack(t *testing.T, archive, dir string) {
-	t.Helper()
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, hdr.Name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(p, 0o755)
-		case tar.TypeSymlink:
-			err = os.Symlink(hdr.Linkname, p)
-		case tar.TypeReg:
-			var b []byte
-			if b, err = io.ReadAll(tr); err == nil {
-				err = os.WriteFile(p, b, os.FileMode(hdr.Mode)&0o777)
-			}
-		default:
-			err = os.WriteFile(p, nil, 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
 // TestTruncatedSnapshot captures a machine seen without root (config cut to 64
 // bytes): the capture warns, and reading the snapshot says it is truncated.
 func TestTruncatedSnapshot(t *testing.T) {
-	m, err := fixture.ByName("dgx-h100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	if err := fixture.NonRoot(m).Write(root); err != nil {
-		t.Fatal(err)
-	}
+	root := testsupport.Root(t, fixture.NonRoot(testsupport.Fixture(t, "dgx-h100")))
 	snap := filepath.Join(t.TempDir(), "snap.tar.gz")
 	code, _, stderr := p2pcheck("--root", root, "snapshot", "-o", snap)
 	if code != 0 || !strings.Contains(stderr, "captured truncated to 64 bytes") {

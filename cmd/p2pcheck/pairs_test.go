@@ -4,26 +4,15 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pathclass"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestPairSeqOrder checks that pairSeq's counting follows Calculator.All's order:
 // the path class of every pair is the one of that verdict's own two devices.
 func TestPairSeqOrder(t *testing.T) {
-	dir := t.TempDir()
-	if err := fixture.DGXH100Like().Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := sysfs.NewFS(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.Load(fsys, node.Options{NoNames: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := testnode.Machine(t, fixture.DGXH100Like(), node.Options{NoNames: true})
 	devs := n.Interesting()
 	count := 0
 	for p := range pairSeq(n, devs) {

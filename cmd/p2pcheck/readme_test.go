@@ -15,6 +15,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/readmecheck"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // repoRoot is the repository root seen from this package's directory, where
@@ -74,7 +75,7 @@ func TestREADMEExamples(t *testing.T) {
 			}
 		})
 	}
-	if *update && changed {
+	if testsupport.Update() && changed {
 		if err := os.WriteFile(path, readmecheck.Render(md, exs), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +145,7 @@ func runExample(t *testing.T, ex *readmecheck.Example, machines map[string]strin
 			piped = c.Head > 0
 			got = readmecheck.Lines(out)
 		}
-		if *update {
+		if testsupport.Update() {
 			if !slices.Equal(s.Output, got) {
 				s.Output, changed = got, true
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,14 +10,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 const h200Snapshot = "../../testdata/h200-2gpu-vm/snapshot.tar.gz"
 
@@ -27,21 +22,11 @@ func init() {
 	now = func() time.Time { return time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC) }
 }
 
-// machineRoot writes a named fixture and returns its root directory.
+// machineRoot writes a named fixture, with its device nodes, and returns its
+// root directory.
 func machineRoot(t *testing.T, name string) string {
 	t.Helper()
-	m, err := fixture.ByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := m.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Lstat(filepath.Join(dir, "dev/gdrdrv")); err == nil && fi.Mode()&os.ModeCharDevice == 0 {
-		t.Skip("this fixture's /dev/gdrdrv is a device node only when written as root")
-	}
-	return dir
+	return testsupport.RootWithDevices(t, testsupport.Fixture(t, name))
 }
 
 // p2pcheck runs the command line and returns its exit code and output.
@@ -51,27 +36,11 @@ func p2pcheck(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(got, "\n")); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
-}
-
 // TestReportGolden runs the report on fixtures and the H200 capture, as
 // "p2pcheck" and as "p2pcheck report", and compares the text with
-// testdata/report/<machine>.txt.
+// render/testdata/report/<machine>.txt, which render's test writes from the
+// report it builds as p2pcheck does: the command adds the exit code, the source
+// and NVML's absence to what the renderer shows.
 func TestReportGolden(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -94,7 +63,7 @@ func TestReportGolden(t *testing.T) {
 			if code != tt.code {
 				t.Errorf("exit %d, want %d", code, tt.code)
 			}
-			golden(t, "report/"+tt.name+".txt", out)
+			testsupport.Compare(t, "../../render/testdata/report/"+tt.name+".txt", "./render", []byte(out))
 			code2, out2, _ := p2pcheck(append([]string{"report"}, src...)...)
 			if code2 != code || out2 != out {
 				t.Errorf("'p2pcheck report' (exit %d) differs from 'p2pcheck' (exit %d)", code2, code)
@@ -205,16 +174,7 @@ func TestFleetFiles(t *testing.T) {
 	if diff := cmp.Diff([]string{"p2pcheck", "p2pcheck.prom"}, names); diff != "" {
 		t.Errorf("directory (-want +got):\n%s", diff)
 	}
-	f, err := os.Open(prom)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := testsupport.MetricsFile(t, prom)
 	if g := fams["p2pcheck_overall_status"]; g == nil || g.GetMetric()[0].GetGauge().GetValue() != 2 {
 		t.Errorf("p2pcheck_overall_status = %v, want 2 (fail)", g)
 	}

@@ -1,42 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"os"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // TestGdrSchema validates "p2pcheck gdr --format json" against
 // schema/gdr.v1.json, and checks that the full report, which holds other
 // checks, does not pass for it.
 func TestGdrSchema(t *testing.T) {
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
 	// gdr.v1.json refers to report.v1.json by its $id.
-	b, err := os.ReadFile("../../schema/report.v1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.AddResource("https://github.com/p2pkit/p2pkit/schema/report.v1.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("../../schema/gdr.v1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	validate := func(s string) error {
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(s)))
-		if err != nil {
-			return err
-		}
-		return sch.Validate(inst)
-	}
+	validate := testsupport.Schema(t, "../../schema/gdr.v1.json")
 	for _, tt := range []struct{ name, flag, arg string }{
 		{"h200-2gpu-vm", "--snapshot", h200Snapshot},
 		{"degraded-link", "--root", ""},
@@ -51,11 +26,11 @@ func TestGdrSchema(t *testing.T) {
 			if code == exitUsage || code == exitNoEval {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			if err := validate(out); err != nil {
+			if err := validate([]byte(out)); err != nil {
 				t.Errorf("gdr output does not match schema/gdr.v1.json: %v\n%s", err, out)
 			}
 			_, out, _ = p2pcheck(tt.flag, arg, "--format", "json")
-			if err := validate(out); err == nil {
+			if err := validate([]byte(out)); err == nil {
 				t.Error("the full report passes for a gdr output")
 			}
 		})

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
 
 // TestTreeCommandsGolden runs topo, matrix, pair and pairs on fixtures and compares
@@ -26,7 +28,7 @@ func TestTreeCommandsGolden(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			golden(t, "tree/"+tt.name+".txt", out)
+			testsupport.Golden(t, "testdata/tree/"+tt.name+".txt", []byte(out))
 		})
 	}
 }

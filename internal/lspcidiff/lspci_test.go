@@ -1,12 +1,9 @@
 package lspcidiff
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -19,9 +16,10 @@ import (
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/pciids"
+	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // pciIDs is the database both sides name devices from: Debian's, which pciutils
@@ -59,9 +57,7 @@ func trees(t *testing.T) []tree {
 		}
 		rel, _ := filepath.Rel(root, p)
 		dir := t.TempDir()
-		if err := untar(p, dir); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
+		testsupport.Unpack(t, p, dir)
 		out = append(out, tree{"testdata/" + filepath.ToSlash(rel), dir})
 		return nil
 	})
@@ -72,64 +68,9 @@ func trees(t *testing.T) []tree {
 		t.Fatal("no snapshots under testdata/")
 	}
 	for _, name := range fixture.Names() {
-		m, err := fixture.ByName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		if err := m.NoDeviceNodes().Write(dir); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, tree{"fixture/" + name, dir})
+		out = append(out, tree{"fixture/" + name, testsupport.Root(t, testsupport.Fixture(t, name))})
 	}
 	return out
-}
-
-// untar unpacks the snapshot at path into dir: directories, regular files and
-// symbolic links, the members a snapshot holds. Names are checked to stay in dir;
-// links are written as they are, and sysfs resolves them inside the root.
-func untar(path, dir string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return err
-	}
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := filepath.Clean(strings.TrimPrefix(hdr.Name, "./"))
-		if name == "." || !filepath.IsLocal(name) {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(p, 0o755)
-		case tar.TypeSymlink:
-			err = os.Symlink(hdr.Linkname, p)
-		case tar.TypeReg:
-			var b []byte
-			if b, err = io.ReadAll(io.LimitReader(tr, 1<<20)); err == nil {
-				err = os.WriteFile(p, b, 0o644)
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 // run runs lspci on the tree with args and returns its standard output.
@@ -212,25 +153,16 @@ func parsePaths(t *testing.T, out string) map[pcie.Address]pathLine {
 			t.Fatalf("lspci -PP %q: %v", line, err)
 		}
 		// Elements after the first omit the domain; it is the first's.
-		a.Domain = mustAddr(t, elems[0]).Domain
+		a.Domain = testsupport.Addr(t, elems[0]).Domain
 		pl := pathLine{title: revSuffix.ReplaceAllString(title, "")}
 		if len(elems) > 1 {
-			p := mustAddr(t, elems[len(elems)-2])
+			p := testsupport.Addr(t, elems[len(elems)-2])
 			p.Domain = a.Domain
 			pl.parent = &p
 		}
 		m[a] = pl
 	}
 	return m
-}
-
-func mustAddr(t *testing.T, s string) pcie.Address {
-	t.Helper()
-	a, err := pcie.ParseAddress(s)
-	if err != nil {
-		t.Fatalf("lspci address %q: %v", s, err)
-	}
-	return a
 }
 
 // verbose is what the test reads of one function in `lspci -vvv`.
@@ -260,7 +192,7 @@ func parseVerbose(t *testing.T, out string) map[pcie.Address]*verbose {
 		if line[0] != '\t' {
 			addr, _, _ := strings.Cut(line, " ")
 			cur = &verbose{}
-			m[mustAddr(t, addr)] = cur
+			m[testsupport.Addr(t, addr)] = cur
 			continue
 		}
 		if cur == nil {
@@ -368,15 +300,7 @@ func TestLspci(t *testing.T) {
 	}
 	for _, tr := range trees(t) {
 		t.Run(tr.name, func(t *testing.T) {
-			fsys, err := sysfs.NewFS(tr.dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fsys.Close()
-			n, err := node.Load(fsys, node.Options{PCIIDs: pciIDs, NoPlatform: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			n := testnode.Root(t, tr.dir, node.Options{PCIIDs: pciIDs, NoPlatform: true})
 			var outs [3]string
 			for i, args := range [][]string{{"-vmm", "-nn", "-k"}, {"-PP"}, {"-vvv"}} {
 				out, err := run(bin, tr.dir, args...)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -16,24 +17,15 @@ const oracleSample = `[    0.9] pci 0000:00:02.0: PCI bridge
 [    1.3] other: line
 `
 
-func addr(t *testing.T, s string) pcie.Address {
-	t.Helper()
-	a, err := pcie.ParseAddress(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 func TestParseOracle(t *testing.T) {
 	o, err := ParseOracle([]byte(oracleSample))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Verdict{
-		{addr(t, "0000:03:00.0"), addr(t, "0000:03:00.0"), "bus-addr", 0},
-		{addr(t, "0000:03:00.0"), addr(t, "0000:04:00.0"), "bus-addr", 4},
-		{addr(t, "0000:04:00.0"), addr(t, "0000:00:1f.2"), "not-supported", 5},
+		{testsupport.Addr(t, "0000:03:00.0"), testsupport.Addr(t, "0000:03:00.0"), "bus-addr", 0},
+		{testsupport.Addr(t, "0000:03:00.0"), testsupport.Addr(t, "0000:04:00.0"), "bus-addr", 4},
+		{testsupport.Addr(t, "0000:04:00.0"), testsupport.Addr(t, "0000:00:1f.2"), "not-supported", 5},
 	}
 	if o.CPUSupportsP2PDMA || len(o.Verdicts) != len(want) {
 		t.Fatalf("got %+v", o)
@@ -79,7 +71,7 @@ func TestParseOracleErrors(t *testing.T) {
 }
 
 func TestOracleWithVFs(t *testing.T) {
-	pf, peer, vf1, vf2 := addr(t, "0000:03:00.0"), addr(t, "0000:04:00.0"), addr(t, "0000:03:00.1"), addr(t, "0000:03:00.2")
+	pf, peer, vf1, vf2 := testsupport.Addr(t, "0000:03:00.0"), testsupport.Addr(t, "0000:04:00.0"), testsupport.Addr(t, "0000:03:00.1"), testsupport.Addr(t, "0000:03:00.2")
 	o := Oracle{Verdicts: []Verdict{
 		{pf, pf, "bus-addr", 0},
 		{pf, peer, "bus-addr", 4},

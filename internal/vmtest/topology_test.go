@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -60,7 +61,7 @@ func checkWant(t *testing.T, want []Func) {
 			}
 			continue
 		}
-		p, ok := byAddr[mustAddr(t, f.Parent)]
+		p, ok := byAddr[testsupport.Addr(t, f.Parent)]
 		if !ok || p.Bus == "" {
 			t.Errorf("%s: parent %s missing or not a bridge", f.Addr, f.Parent)
 			continue
@@ -118,15 +119,6 @@ func checkArgs(t *testing.T, topo *Topology) {
 		topo.IOMMU != strings.Contains(got, "kernel-irqchip=split") {
 		t.Errorf("IOMMU %t but args %s", topo.IOMMU, got)
 	}
-}
-
-func mustAddr(t *testing.T, s string) pcie.Address {
-	t.Helper()
-	a, err := pcie.ParseAddress(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 // TestCatalogueCoverage pins down what the tier is for: each case the issue asks for

@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"debug/elf"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,9 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/vm/<topology>-<kernel>/ from the guests (or P2PKIT_VM_UPDATE=1)")
+	"github.com/p2pkit/p2pkit/internal/testsupport"
+)
 
 // guestTimeout bounds one boot. TCG on two shared cores boots a guest in 5-40 s;
 // the limit leaves room for a loaded CI runner.
@@ -224,7 +223,8 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 	}
 }
 
-// keep writes the run's captures to testdata/vm/<run>/ under -update; otherwise it
+// keep writes the run's captures to testdata/vm/<run>/ under -update (the flag of
+// package testsupport) or P2PKIT_VM_UPDATE=1; otherwise it
 // compares the deterministic ones (busybox view, oracle lines) with the kept copies,
 // so that a change in QEMU or a kernel shows up instead of silently shifting
 // fixtures other packages test against.
@@ -238,7 +238,7 @@ func keep(t *testing.T, dir string, res Result, o *Oracle, b Boot) {
 			files["oracle-rerun.txt"] = rerun.Lines()
 		}
 	}
-	if !*update && os.Getenv("P2PKIT_VM_UPDATE") != "1" {
+	if !testsupport.Update() && os.Getenv("P2PKIT_VM_UPDATE") != "1" {
 		for name, data := range files {
 			old, err := os.ReadFile(filepath.Join(dir, name))
 			if errors.Is(err, os.ErrNotExist) {

@@ -1,0 +1,163 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/internal/testnode"
+	"github.com/p2pkit/p2pkit/matrix"
+	"github.com/p2pkit/p2pkit/node"
+	"github.com/p2pkit/p2pkit/pcie"
+)
+
+// fixtureMatrix builds the matrix of the named fixture; nvlinks as in matrix.Build.
+func fixtureMatrix(t *testing.T, machine string, nvlinks func(a, b *pcie.Device) int) matrix.Model {
+	t.Helper()
+	n := testnode.Load(t, machine, node.Options{NoNames: true})
+	return matrix.Build(n.Topology.Devices, nvlinks)
+}
+
+// nv2 joins every two GPUs by two NVLinks.
+func nv2(a, b *pcie.Device) int { return 2 }
+
+// TestMatrixText checks the grid's header, rows and affinities, the device
+// legend with interface names, the class legend with or without NV#, the line
+// for a machine without devices of interest, and that names and affinities read
+// from the machine are escaped.
+func TestMatrixText(t *testing.T) {
+	hostile := func() matrix.Model {
+		a := &pcie.Device{Record: pcie.Record{Address: pcie.Address{Bus: 1}, NetDevs: []string{"eth\x1b[2J0"}}}
+		b := &pcie.Device{Record: pcie.Record{Address: pcie.Address{Bus: 2}}}
+		return matrix.Model{
+			Entries:      []matrix.Entry{{Label: "NIC0", Role: matrix.NIC, Device: a}, {Label: "NVME10", Role: matrix.NVMe, Device: b}},
+			Cells:        [][]string{{"X", "PHB"}, {"PHB", "X"}},
+			CPUAffinity:  []string{"0-3\r", "N/A"},
+			NUMAAffinity: []string{"0", "N/A"},
+		}
+	}()
+	dgxHeader := "      GPU0  NIC0  GPU1  NIC1  NVME0 GPU2  NIC2  GPU3  NIC3  GPU4  NIC4  GPU5  NIC5  NVME1 GPU6  NIC6  GPU7  NIC7  CPU Affinity   NUMA Affinity"
+	tests := []struct {
+		name    string
+		m       matrix.Model
+		want    []string // lines the text holds, in this order
+		notWant []string // prefixes no line may start with
+	}{
+		{
+			name: "NVLink known", m: fixtureMatrix(t, "dgx-h100", nv2),
+			want: []string{
+				dgxHeader,
+				"GPU0  X     PIX   NV2   PXB   PXB   NV2   NODE  NV2   NODE  NV2   SYS   NV2   SYS   SYS   NV2   SYS   NV2   SYS   0-111          0",
+				"NIC0  PIX   X     PXB   PXB   PXB   NODE  NODE  NODE  NODE  SYS   SYS   SYS   SYS   SYS   SYS   SYS   SYS   SYS   0-111          0",
+				"NIC7  SYS   SYS   SYS   SYS   SYS   SYS   SYS   SYS   SYS   NODE  NODE  NODE  NODE  NODE  PXB   PXB   PIX   X     112-223        1",
+				"Devices:",
+				"  NIC0:  0000:1b:00.0 [15b3:1021] Class 0207: Device 15b3:1021 (ibp0, mlx5_0)",
+				"  NVME1: 0000:a5:00.0 [144d:a824] Class 0108: Device 144d:a824 (nvme1)",
+				"Legend:",
+				"  PIX  = Connection traversing at most a single PCIe bridge",
+				"  NV#  = Connection traversing a bonded set of # NVLinks",
+			},
+			notWant: []string{"  (NVLink not queried"},
+		},
+		{
+			name: "NVLink not queried", m: fixtureMatrix(t, "dgx-h100", nil),
+			want: []string{
+				dgxHeader,
+				"GPU0  X     PIX   PXB   PXB   PXB   NODE  NODE  NODE  NODE  SYS   SYS   SYS   SYS   SYS   SYS   SYS   SYS   SYS   0-111          0",
+				"  PIX  = Connection traversing at most a single PCIe bridge",
+				"  (NVLink not queried: NVML unavailable or --no-nvml)",
+			},
+			notWant: []string{"  NV#"},
+		},
+		{
+			name: "no devices of interest", m: matrix.Model{},
+			want:    []string{"no GPUs, NICs, NVMe controllers or p2pmem providers found", ""},
+			notWant: []string{"Legend", "Devices"},
+		},
+		{
+			name: "long label, hostile names", m: hostile,
+			want: []string{
+				"       NIC0   NVME10 CPU Affinity   NUMA Affinity",
+				"NIC0   X      PHB    " + Escape("0-3\r") + strings.Repeat(" ", 15-len(Escape("0-3\r"))) + "0",
+				"NVME10 PHB    X      N/A            N/A",
+				"  NIC0:   0000:01:00.0 " + deviceTitle(hostile.Entries[0].Device) + " (" + Escape("eth\x1b[2J0") + ")",
+				"  NVME10: 0000:02:00.0 " + deviceTitle(hostile.Entries[1].Device),
+				"  (NVLink not queried: NVML unavailable or --no-nvml)",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var plain, color bytes.Buffer
+			if err := MatrixText(&plain, tt.m, Style{}); err != nil {
+				t.Fatal(err)
+			}
+			missing, unwanted := missingLines(plain.String(), tt.want, tt.notWant)
+			if len(missing) > 0 || len(unwanted) > 0 {
+				t.Errorf("missing (in order) %q\nunwanted %q\nin:\n%s", missing, unwanted, plain.String())
+			}
+			if err := MatrixText(&color, tt.m, Style{Color: true}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(plain.String(), "\x1b") || (len(tt.m.Entries) > 0 && !strings.Contains(color.String(), "\x1b[")) {
+				t.Errorf("escape sequences: want them in the colored grid only")
+			}
+		})
+	}
+}
+
+// TestMatrixJSON checks the devices MatrixJSON writes: label, role, address,
+// class, affinities and the row of the grid, and whether NVLink was queried.
+func TestMatrixJSON(t *testing.T) {
+	type dev struct {
+		Label        string   `json:"label"`
+		Role         string   `json:"role"`
+		Address      string   `json:"address"`
+		Class        string   `json:"class"`
+		CPUAffinity  string   `json:"cpu_affinity"`
+		NUMAAffinity string   `json:"numa_affinity"`
+		Links        []string `json:"links"`
+	}
+	type doc struct {
+		SchemaVersion string `json:"schema_version"`
+		Devices       []dev  `json:"devices"`
+		NVLink        bool   `json:"nvlink_queried"`
+	}
+	tests := []struct {
+		name  string
+		m     matrix.Model
+		first []dev // the first devices
+		count int   // of how many
+		nv    bool
+	}{
+		{"NVLink known", fixtureMatrix(t, "dgx-h100", nv2), []dev{
+			{"GPU0", "gpu", "0000:1a:00.0", "030200", "0-111", "0", strings.Fields("X PIX NV2 PXB PXB NV2 NODE NV2 NODE NV2 SYS NV2 SYS SYS NV2 SYS NV2 SYS")},
+			{"NIC0", "nic", "0000:1b:00.0", "020700", "0-111", "0", strings.Fields("PIX X PXB PXB PXB NODE NODE NODE NODE SYS SYS SYS SYS SYS SYS SYS SYS SYS")},
+		}, 18, true},
+		{"NVLink not queried", fixtureMatrix(t, "dgx-h100", nil), []dev{
+			{"GPU0", "gpu", "0000:1a:00.0", "030200", "0-111", "0", strings.Fields("X PIX PXB PXB PXB NODE NODE NODE NODE SYS SYS SYS SYS SYS SYS SYS SYS SYS")},
+		}, 18, false},
+		{"no devices of interest", matrix.Model{}, []dev{}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := MatrixJSON(&b, tt.m); err != nil {
+				t.Fatal(err)
+			}
+			var got doc
+			if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+				t.Fatalf("%v in\n%s", err, b.Bytes())
+			}
+			if got.SchemaVersion != MatrixSchemaVersion || got.NVLink != tt.nv || got.Devices == nil || len(got.Devices) != tt.count {
+				t.Fatalf("schema_version %q, nvlink_queried %t, %d devices (null: %t); want %q, %t, %d", got.SchemaVersion, got.NVLink, len(got.Devices), got.Devices == nil, MatrixSchemaVersion, tt.nv, tt.count)
+			}
+			if diff := cmp.Diff(tt.first, got.Devices[:len(tt.first)]); diff != "" {
+				t.Errorf("devices (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
