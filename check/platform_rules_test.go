@@ -10,6 +10,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
@@ -233,7 +234,7 @@ func TestGPUDirectRDMARules(t *testing.T) {
 		{"proprietary, no peermem", func(p *sysfs.Platform) { p.NVIDIA = &sysfs.NVIDIADriver{Version: "535.1", Major: 535} },
 			verdict{check.Fail, gdr, "proprietary NVIDIA modules do not export DMA-BUF", "NCCL 2.13+ then uses DMA-BUF by default (NCCL_DMABUF_ENABLE defaults to 1)"}},
 		{"old kernel, peermem", func(p *sysfs.Platform) {
-			p.Kernel = &sysfs.KernelVersion{Release: "5.4.0", Major: 5, Minor: 4}
+			p.Kernel = &kversion.Version{Release: "5.4.0", Major: 5, Minor: 4}
 			p.MemoryPeers = map[string]string{"nv_mem": "1.0"}
 		}, verdict{check.Pass, nil, "through peermem", ""}},
 		{"both peer clients", func(p *sysfs.Platform) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
@@ -54,13 +55,13 @@ var ErrBadKernelVersion = errors.New("node: bad kernel version")
 // all; everything else degrades into Warnings.
 func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 	n := &Node{}
-	var override p2pdma.KernelVersion
+	var override kversion.Version
 	if opt.Kernel != "" {
-		v, err := p2pdma.ParseKernelVersion(opt.Kernel)
+		v, err := kversion.Parse(opt.Kernel)
 		if err != nil {
 			return nil, fmt.Errorf("%w %q: %w", ErrBadKernelVersion, opt.Kernel, err)
 		}
-		override = v
+		override = v.Series()
 	}
 	var annotate func(*pcie.Topology) error
 	if !opt.NoNames {
@@ -94,7 +95,7 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 }
 
 // p2pPlatform maps the platform facts to the inputs of the P2PDMA rules.
-func p2pPlatform(p sysfs.Platform, override p2pdma.KernelVersion) p2pdma.Platform {
+func p2pPlatform(p sysfs.Platform, override kversion.Version) p2pdma.Platform {
 	var pp p2pdma.Platform
 	if p.CPU != nil {
 		pp.CPUVendor, pp.CPUFamily = p.CPU.VendorID, p.CPU.Family
@@ -103,7 +104,7 @@ func p2pPlatform(p sysfs.Platform, override p2pdma.KernelVersion) p2pdma.Platfor
 	case !override.IsZero():
 		pp.Kernel = override
 	case p.Kernel != nil:
-		pp.Kernel = p2pdma.KernelVersion{Major: p.Kernel.Major, Minor: p.Kernel.Minor}
+		pp.Kernel = p.Kernel.Series()
 	}
 	return pp
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
@@ -35,7 +36,7 @@ func loadFS(tb testing.TB, fsys sysfs.FS) (*pcie.Topology, Platform) {
 		plat.CPUVendor, plat.CPUFamily = sp.CPU.VendorID, sp.CPU.Family
 	}
 	if sp.Kernel != nil {
-		plat.Kernel = KernelVersion{sp.Kernel.Major, sp.Kernel.Minor}
+		plat.Kernel = kversion.Version{Major: sp.Kernel.Major, Minor: sp.Kernel.Minor}
 	}
 	return pcie.NewTopology(recs), plat
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/p2pkit/p2pkit/kversion"
 )
 
 // Platform holds the facts about a machine besides its PCI functions that the checks
@@ -14,7 +16,7 @@ import (
 type Platform struct {
 	CPU          *CPUInfo          // /proc/cpuinfo
 	Cmdline      *Cmdline          // /proc/cmdline
-	Kernel       *KernelVersion    // /proc/version
+	Kernel       *kversion.Version // /proc/version
 	Modules      []Module          // /proc/modules; nil when absent, empty when none loaded
 	CharDevices  []CharDevice      // /proc/devices; nil when absent
 	NVIDIA       *NVIDIADriver     // /proc/driver/nvidia/version

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/p2pkit/p2pkit/kversion"
 )
 
 func TestPlatformH200(t *testing.T) {
@@ -77,7 +78,7 @@ func TestPlatformSynthetic(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)
 		}
-		if diff := cmp.Diff(&KernelVersion{"6.12.0-55-generic", 6, 12, 0}, p.Kernel); diff != "" {
+		if diff := cmp.Diff(&kversion.Version{Release: "6.12.0-55-generic", Major: 6, Minor: 12, Patch: 0}, p.Kernel); diff != "" {
 			t.Errorf("%s: kernel (-want +got):\n%s", kind, diff)
 		}
 		if p.GDRDrvParams["Version"] != "2.5" || p.GDRDrvParams["Built for NVIDIA driver flavor"] != "opensource" {

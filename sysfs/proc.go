@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/p2pkit/p2pkit/kversion"
 )
 
 // Readers and parsers of /proc files. Each FS method returns an error wrapping
@@ -244,68 +246,27 @@ func isBlank(c byte) bool {
 	return false
 }
 
-// KernelVersion is the running kernel's release, from /proc/version.
-type KernelVersion struct {
-	Release             string // e.g. "6.1.0-28-amd64", as uname -r prints it
-	Major, Minor, Patch int
-}
-
-// AtLeast reports whether the kernel is major.minor or newer.
-func (v KernelVersion) AtLeast(major, minor int) bool {
-	return v.Major > major || v.Major == major && v.Minor >= minor
-}
-
 // KernelVersion reads /proc/version.
-func (fsys FS) KernelVersion() (KernelVersion, error) {
+func (fsys FS) KernelVersion() (kversion.Version, error) {
 	b, err := fsys.readFile("proc/version", procLimit)
 	if err != nil {
-		return KernelVersion{}, err
+		return kversion.Version{}, err
 	}
 	v, err := parseProcVersion(b)
 	if err != nil {
-		return KernelVersion{}, pathErr("parse", "proc/version", err)
+		return kversion.Version{}, pathErr("parse", "proc/version", err)
 	}
 	return v, nil
 }
 
 // parseProcVersion parses /proc/version (fs/proc/version.c, linux_proc_banner):
 // "Linux version <release> (<builder>) ...".
-func parseProcVersion(b []byte) (KernelVersion, error) {
+func parseProcVersion(b []byte) (kversion.Version, error) {
 	f := strings.Fields(string(b))
 	if len(f) < 3 || f[0] != "Linux" || f[1] != "version" {
-		return KernelVersion{}, fmt.Errorf("want \"Linux version <release>\", got %.40q", string(b))
+		return kversion.Version{}, fmt.Errorf("want \"Linux version <release>\", got %.40q", string(b))
 	}
-	return parseRelease(f[2])
-}
-
-// parseRelease splits a release string such as "6.18.0-rc3+" into numbers: the leading
-// run of digits of each of the first three dot-separated parts.
-func parseRelease(rel string) (KernelVersion, error) {
-	v := KernelVersion{Release: rel}
-	nums := [3]*int{&v.Major, &v.Minor, &v.Patch}
-	rest := rel
-	for i, p := range nums {
-		end := 0
-		for end < len(rest) && end < 9 && rest[end] >= '0' && rest[end] <= '9' {
-			end++
-		}
-		if end == 0 {
-			if i < 2 {
-				return KernelVersion{}, fmt.Errorf("release %q: want major.minor", rel)
-			}
-			break
-		}
-		*p, _ = strconv.Atoi(rest[:end])
-		rest = rest[end:]
-		if !strings.HasPrefix(rest, ".") {
-			if i < 1 {
-				return KernelVersion{}, fmt.Errorf("release %q: want major.minor", rel)
-			}
-			break
-		}
-		rest = rest[1:]
-	}
-	return v, nil
+	return kversion.Parse(f[2])
 }
 
 // Module is one line of /proc/modules.
