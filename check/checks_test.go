@@ -9,10 +9,11 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // run1 runs one check on facts.
@@ -52,8 +53,8 @@ func compare(t *testing.T, want outcome, r check.Result) {
 	}
 }
 
-func charDev(major uint32, perm fs.FileMode) *sysfs.DevNode {
-	return &sysfs.DevNode{Mode: fs.ModeDevice | fs.ModeCharDevice | perm, Major: major, NumberKnown: true}
+func charDev(major uint32, perm fs.FileMode) *procfs.DevNode {
+	return &procfs.DevNode{Mode: fs.ModeDevice | fs.ModeCharDevice | perm, Major: major, NumberKnown: true}
 }
 
 // withGPUFacts gives the degraded-link machine's two GPUs NVML facts.
@@ -212,7 +213,7 @@ func buildMachine(t *testing.T, m *fixture.Machine) *node.Node {
 	if err := m.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := sysfs.NewFS(dir)
+	fsys, err := hostfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

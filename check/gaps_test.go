@@ -4,11 +4,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestVerdictThroughGap: a pair whose walk crosses a function of unknown parent
@@ -23,7 +23,7 @@ func TestVerdictThroughGap(t *testing.T) {
 	if err := m.NoDeviceNodes().Write(root); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := sysfs.NewFS(root)
+	fsys, err := hostfs.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}

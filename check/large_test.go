@@ -10,9 +10,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 // flatMachine is n GPUs (10de:2335, conventional PCI functions without
@@ -47,24 +48,24 @@ func flatMachine(n int, mixed bool) *fixture.Machine {
 
 // loadFlat reads flatMachine(n, mixed) back: as a snapshot in memory up to
 // 4,000 GPUs, written to a directory above, where a snapshot would hold more
-// members than sysfs.ReadSnapshot takes.
+// members than snapshot.Read takes.
 func loadFlat(tb testing.TB, n int, mixed bool) *node.Node {
 	tb.Helper()
 	m := flatMachine(n, mixed).NoDeviceNodes()
-	var fsys sysfs.FS
+	var fsys hostfs.Root
 	var err error
 	if n <= 4000 {
 		var buf bytes.Buffer
 		if err := m.WriteSnapshot(&buf); err != nil {
 			tb.Fatal(err)
 		}
-		fsys, err = sysfs.ReadSnapshot(&buf)
+		fsys, err = snapshot.Read(&buf)
 	} else {
 		dir := tb.TempDir()
 		if err := m.Write(dir); err != nil {
 			tb.Fatal(err)
 		}
-		fsys, err = sysfs.NewFS(dir)
+		fsys, err = hostfs.Open(dir)
 	}
 	if err != nil {
 		tb.Fatal(err)

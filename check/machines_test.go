@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -80,10 +81,10 @@ func loadMachine(t *testing.T, name string) *node.Node {
 		c := *n
 		return &c
 	}
-	var fsys sysfs.FS
+	var fsys hostfs.Root
 	var err error
 	if path, ok := captures[name]; ok {
-		fsys, err = sysfs.OpenSnapshot(path)
+		fsys, err = snapshot.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +100,7 @@ func loadMachine(t *testing.T, name string) *node.Node {
 		if fi, err := os.Lstat(filepath.Join(dir, "dev/gdrdrv")); err == nil && fi.Mode()&fs.ModeCharDevice == 0 {
 			t.Skip("this fixture's /dev/gdrdrv is a device node only when written as root")
 		}
-		fsys, err = sysfs.NewFS(dir)
+		fsys, err = hostfs.Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

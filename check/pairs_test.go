@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // pathsByPair is what pathDevices and pathBlocks mean, computed the slow way:
@@ -69,7 +69,7 @@ func TestPathsAgreeWithPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.RemoveAll(root)
-			fsys, err := sysfs.NewFS(root)
+			fsys, err := hostfs.Open(root)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,10 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/nccl/golden")
@@ -87,7 +88,7 @@ func TestNCCLTopologyPaths(t *testing.T) {
 // loadSnapshot reads a captured machine as p2pcheck does.
 func loadSnapshot(t *testing.T, path string) *node.Node {
 	t.Helper()
-	fsys, err := sysfs.OpenSnapshot(path)
+	fsys, err := snapshot.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +386,7 @@ func TestFixtures(t *testing.T) {
 			if err := m.Write(root); err != nil {
 				t.Fatal(err)
 			}
-			fsys, err := sysfs.NewFS(root)
+			fsys, err := hostfs.Open(root)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -36,7 +37,7 @@ type Options struct {
 // Node is one machine as p2pcheck sees it.
 type Node struct {
 	Topology *pcie.Topology
-	Platform sysfs.Platform
+	Platform Platform
 	// P2P holds the platform inputs of the kernel's P2PDMA decision.
 	P2P p2pdma.Platform
 	// GPU holds NVML's facts: those a snapshot recorded when it was taken (Load
@@ -51,9 +52,9 @@ type Node struct {
 // ErrBadKernelVersion is returned for an unusable Options.Kernel.
 var ErrBadKernelVersion = errors.New("node: bad kernel version")
 
-// Load reads the machine under fsys. It fails only when there is no PCI sysfs at
+// Load reads the machine beneath root. It fails only when there is no PCI sysfs at
 // all; everything else degrades into Warnings.
-func Load(fsys sysfs.FS, opt Options) (*Node, error) {
+func Load(root hostfs.Root, opt Options) (*Node, error) {
 	n := &Node{}
 	var override kversion.Version
 	if opt.Kernel != "" {
@@ -67,7 +68,7 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 	if !opt.NoNames {
 		annotate = loadNames(opt.PCIIDs)
 	}
-	recs, err := fsys.PCIRecords()
+	recs, err := sysfs.New(root).PCIRecords()
 	if err != nil {
 		return nil, err
 	}
@@ -79,13 +80,13 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 	// placing the functions found.
 	n.Warnings = append(n.Warnings, n.Topology.Errors...)
 	if !opt.NoPlatform {
-		n.Platform, err = fsys.Platform()
+		n.Platform, err = ReadPlatform(root)
 		if err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
 		n.P2P = p2pPlatform(n.Platform, override)
 	}
-	n.snapshotFacts(fsys, opt)
+	n.snapshotFacts(root, opt)
 	if annotate != nil {
 		if err := annotate(n.Topology); err != nil {
 			n.Warnings = append(n.Warnings, err)
@@ -95,7 +96,7 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 }
 
 // p2pPlatform maps the platform facts to the inputs of the P2PDMA rules.
-func p2pPlatform(p sysfs.Platform, override kversion.Version) p2pdma.Platform {
+func p2pPlatform(p Platform, override kversion.Version) p2pdma.Platform {
 	var pp p2pdma.Platform
 	if p.CPU != nil {
 		pp.CPUVendor, pp.CPUFamily = p.CPU.VendorID, p.CPU.Family

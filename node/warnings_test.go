@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestMissingConfigOnce removes config files from the degraded-link machine (seven
@@ -39,7 +39,7 @@ func TestMissingConfigOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		fsys, err := sysfs.NewFS(dir)
+		fsys, err := hostfs.Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,15 +4,17 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/p2pkit/p2pkit/kversion"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/procfs"
+	"github.com/p2pkit/p2pkit/snapshot"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // loadSnapshot reads a captured machine the way p2pcheck does.
 func loadSnapshot(tb testing.TB, path string) (*pcie.Topology, Platform) {
 	tb.Helper()
-	fsys, err := sysfs.OpenSnapshot(path)
+	fsys, err := snapshot.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -20,23 +22,27 @@ func loadSnapshot(tb testing.TB, path string) (*pcie.Topology, Platform) {
 	return loadFS(tb, fsys)
 }
 
-// loadFS reads the topology and the P2PDMA platform facts of fsys.
-func loadFS(tb testing.TB, fsys sysfs.FS) (*pcie.Topology, Platform) {
+// loadFS reads the topology and the P2PDMA platform facts beneath root.
+func loadFS(tb testing.TB, root hostfs.Root) (*pcie.Topology, Platform) {
 	tb.Helper()
-	recs, err := fsys.PCIRecords()
+	recs, err := sysfs.New(root).PCIRecords()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sp, err := fsys.Platform()
-	if err != nil {
-		tb.Fatal(err)
+	present := func(err error) bool {
+		ok, err := hostfs.Optional(err)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return ok
 	}
 	var plat Platform
-	if sp.CPU != nil {
-		plat.CPUVendor, plat.CPUFamily = sp.CPU.VendorID, sp.CPU.Family
+	proc := procfs.New(root)
+	if c, err := proc.CPUInfo(); present(err) {
+		plat.CPUVendor, plat.CPUFamily = c.VendorID, c.Family
 	}
-	if sp.Kernel != nil {
-		plat.Kernel = kversion.Version{Major: sp.Kernel.Major, Minor: sp.Kernel.Minor}
+	if v, err := proc.KernelVersion(); present(err) {
+		plat.Kernel = v.Series()
 	}
 	return pcie.NewTopology(recs), plat
 }

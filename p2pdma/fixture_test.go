@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // machine writes the named synthetic machine to a temporary root and reads it back
@@ -29,7 +29,7 @@ func loadFixture(tb testing.TB, name string) machine {
 	if err := m.Write(root); err != nil {
 		tb.Fatal(err)
 	}
-	fsys, err := sysfs.NewFS(root)
+	fsys, err := hostfs.Open(root)
 	if err != nil {
 		tb.Fatal(err)
 	}

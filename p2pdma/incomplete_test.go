@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestCheckComplete removes the downstream port above gpu1 of the degraded-link
@@ -20,7 +20,7 @@ func TestCheckComplete(t *testing.T) {
 	if err := m.Write(root); err != nil {
 		t.Fatal(err)
 	}
-	full, err := sysfs.NewFS(root)
+	full, err := hostfs.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestCheckComplete(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", port)); err != nil {
 		t.Fatal(err)
 	}
-	cut, err := sysfs.NewFS(root)
+	cut, err := hostfs.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
@@ -68,12 +69,12 @@ func loadFixture(tb testing.TB, name string) *fixtureMachine {
 	if err := m.Write(root); err != nil {
 		tb.Fatal(err)
 	}
-	fsys, err := sysfs.NewFS(root)
+	fsys, err := hostfs.Open(root)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer fsys.Close()
-	recs, err := fsys.PCIRecords()
+	recs, err := sysfs.New(fsys).PCIRecords()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/snapshot"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -255,12 +256,12 @@ type nvmlCapture struct {
 // on the root bus of host bridge pci0000:00, common ancestor 30 (HOSTBRIDGE, PHB);
 // nvidia-smi topo -m showed NV18 because of their 18 NVLinks.
 func TestH200Capture(t *testing.T) {
-	fsys, err := sysfs.OpenSnapshot("../testdata/h200-2gpu-vm/snapshot.tar.gz")
+	fsys, err := snapshot.Open("../testdata/h200-2gpu-vm/snapshot.tar.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fsys.Close()
-	recs, err := fsys.PCIRecords()
+	recs, err := sysfs.New(fsys).PCIRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -35,7 +35,7 @@ func writeMachine(t *testing.T, name string) string {
 // load reads the machine under root as p2pcheck does.
 func load(t *testing.T, root string) *node.Node {
 	t.Helper()
-	fsys, err := sysfs.NewFS(root)
+	fsys, err := hostfs.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}

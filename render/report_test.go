@@ -12,10 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/render"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -24,10 +25,10 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // for "h200-2gpu-vm", read as a snapshot without pci.ids names.
 func machineReport(t *testing.T, name string) check.Report {
 	t.Helper()
-	var fsys sysfs.FS
+	var fsys hostfs.Root
 	var err error
 	if name == "h200-2gpu-vm" {
-		fsys, err = sysfs.OpenSnapshot("../testdata/h200-2gpu-vm/snapshot.tar.gz")
+		fsys, err = snapshot.Open("../testdata/h200-2gpu-vm/snapshot.tar.gz")
 	} else {
 		var m *fixture.Machine
 		if m, err = fixture.ByName(name); err != nil {
@@ -40,7 +41,7 @@ func machineReport(t *testing.T, name string) check.Report {
 		if fi, err := os.Lstat(filepath.Join(dir, "dev/gdrdrv")); err == nil && fi.Mode()&os.ModeCharDevice == 0 {
 			t.Skip("this fixture's /dev/gdrdrv is a device node only when written as root")
 		}
-		fsys, err = sysfs.NewFS(dir)
+		fsys, err = hostfs.Open(dir)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 // TestSnapshotKeepsNVML runs every command on a machine with NVML facts (the H200
@@ -89,11 +89,11 @@ func TestSnapshotKeepsNVML(t *testing.T) {
 	if !strings.Contains(out, `"GPU-redacted-0"`) || strings.Contains(out, f.GPUs[0].UUID) {
 		t.Errorf("UUIDs not redacted: %s", out)
 	}
-	fsys, err := sysfs.OpenSnapshot(redacted)
+	fsys, err := snapshot.Open(redacted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := fsys.Manifest()
+	m, err := snapshot.ReadManifest(fsys)
 	if err != nil || m == nil || !m.NVML || !slices.Contains(m.Redacted, "gpu_uuid") {
 		t.Errorf("manifest %+v, %v: want NVML facts and gpu_uuid redacted", m, err)
 	}

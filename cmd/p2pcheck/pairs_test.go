@@ -3,10 +3,10 @@ package main
 import (
 	"testing"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pathclass"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // TestPairSeqOrder checks that pairSeq's counting follows Calculator.All's order:
@@ -16,7 +16,7 @@ func TestPairSeqOrder(t *testing.T) {
 	if err := fixture.DGXH100Like().Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := sysfs.NewFS(dir)
+	fsys, err := hostfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/pciids"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // pciIDs is the database both sides name devices from: Debian's, which pciutils
@@ -368,7 +368,7 @@ func TestLspci(t *testing.T) {
 	}
 	for _, tr := range trees(t) {
 		t.Run(tr.name, func(t *testing.T) {
-			fsys, err := sysfs.NewFS(tr.dir)
+			fsys, err := hostfs.Open(tr.dir)
 			if err != nil {
 				t.Fatal(err)
 			}

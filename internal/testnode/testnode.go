@@ -6,9 +6,9 @@ package testnode
 import (
 	"testing"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/node"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // Load builds the named fixture machine and loads it (see Machine).
@@ -29,12 +29,12 @@ func Machine(tb testing.TB, m *fixture.Machine, opt node.Options) *node.Node {
 	if err := m.NoDeviceNodes().Write(dir); err != nil {
 		tb.Fatal(err)
 	}
-	fsys, err := sysfs.NewFS(dir)
+	root, err := hostfs.Open(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer fsys.Close()
-	n, err := node.Load(fsys, opt)
+	defer root.Close()
+	n, err := node.Load(root, opt)
 	if err != nil {
 		tb.Fatal(err)
 	}
