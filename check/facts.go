@@ -190,7 +190,7 @@ func NewFacts(n *node.Node, in Inputs) *Facts {
 		}
 		f.gaps = f.gaps || d.PathIncomplete
 	}
-	f.calc = p2pdma.NewCalculator(n.Topology, n.P2P)
+	f.calc = p2pdma.NewCalculator(n.Topology, n.P2P())
 	f.devices = n.Interesting()
 	f.roles = make([]role, len(f.devices))
 	for i, d := range f.devices {

@@ -27,7 +27,7 @@ type Options struct {
 	// NoNames skips loading pci.ids.
 	NoNames bool
 	// NoPlatform skips the platform facts (/proc, IOMMU groups, kernel config) for
-	// commands that show the tree alone; P2P then holds no CPU or kernel facts.
+	// commands that show the tree alone; P2P then gives no CPU or kernel facts.
 	NoPlatform bool
 	// NoGPU leaves out the NVML facts a snapshot recorded (Node.GPU stays nil), for
 	// runs that would not have asked NVML on the live machine either.
@@ -37,9 +37,9 @@ type Options struct {
 // Node is one machine as p2pcheck sees it.
 type Node struct {
 	Topology *pcie.Topology
+	// Platform holds the facts besides the PCI functions; the inputs of the
+	// kernel's P2PDMA decision are derived from it (see P2P).
 	Platform Platform
-	// P2P holds the platform inputs of the kernel's P2PDMA decision.
-	P2P p2pdma.Platform
 	// GPU holds NVML's facts: those a snapshot recorded when it was taken (Load
 	// fills them in unless Options.NoGPU), or those of the live machine when the
 	// caller asked NVML (package gpu); nil otherwise.
@@ -47,6 +47,27 @@ type Node struct {
 	// Warnings are problems that degrade the picture without stopping it: an
 	// unreadable /proc file, a missing pci.ids, per-device read errors.
 	Warnings []error
+
+	// kernel is Options.Kernel, which overrides Platform.Kernel in P2P.
+	kernel kversion.Version
+}
+
+// P2P returns the platform inputs of the kernel's P2PDMA decision, derived from
+// Platform: CPU 0's vendor and family, and the release series of the kernel
+// (Options.Kernel when it was given, else /proc/version's).
+func (n *Node) P2P() p2pdma.Platform {
+	var pp p2pdma.Platform
+	p := n.Platform
+	if p.CPU != nil {
+		pp.CPUVendor, pp.CPUFamily = p.CPU.VendorID, p.CPU.Family
+	}
+	switch {
+	case !n.kernel.IsZero():
+		pp.Kernel = n.kernel
+	case p.Kernel != nil:
+		pp.Kernel = p.Kernel.Series()
+	}
+	return pp
 }
 
 // ErrBadKernelVersion is returned for an unusable Options.Kernel.
@@ -84,7 +105,7 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		if err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
-		n.P2P = p2pPlatform(n.Platform, override)
+		n.kernel = override
 	}
 	n.snapshotFacts(root, opt)
 	if annotate != nil {
@@ -93,19 +114,4 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		}
 	}
 	return n, nil
-}
-
-// p2pPlatform maps the platform facts to the inputs of the P2PDMA rules.
-func p2pPlatform(p Platform, override kversion.Version) p2pdma.Platform {
-	var pp p2pdma.Platform
-	if p.CPU != nil {
-		pp.CPUVendor, pp.CPUFamily = p.CPU.VendorID, p.CPU.Family
-	}
-	switch {
-	case !override.IsZero():
-		pp.Kernel = override
-	case p.Kernel != nil:
-		pp.Kernel = p.Kernel.Series()
-	}
-	return pp
 }
