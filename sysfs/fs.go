@@ -44,9 +44,6 @@ func NewFS(dir string) (FS, error) {
 	return FS{r: r}, nil
 }
 
-// Root returns the root fsys reads beneath.
-func (fsys FS) Root() hostfs.Root { return fsys.r }
-
 // Close releases the root; see [hostfs.Root.Close].
 func (fsys FS) Close() error { return fsys.r.Close() }
 
