@@ -1,5 +1,9 @@
 package sysfs
 
+// This file reads the IOMMU groups of /sys/kernel/iommu_groups
+// (drivers/iommu/iommu.c) and the IOMMU units of /sys/class/iommu
+// (drivers/iommu/iommu-sysfs.c).
+
 import (
 	"errors"
 	"slices"
@@ -52,33 +56,6 @@ func (fsys FS) IOMMUGroups() ([]IOMMUGroup, error) {
 // (dmarN for Intel VT-d, ivhdN for AMD-Vi, smmu3.* on arm64, ...).
 func (fsys FS) IOMMUUnits() ([]string, error) {
 	return fsys.names("sys/class/iommu")
-}
-
-const memoryPeers = "sys/kernel/mm/memory_peers"
-
-// MemoryPeers reads /sys/kernel/mm/memory_peers/<name>/version, where MOFED/DOCA
-// ib_core lists its peer-memory clients; NCCL looks for nv_mem and nv_mem_nc there
-// to decide whether GPUDirect RDMA through nvidia-peermem is available. A client
-// without a readable version maps to "" and, when the file exists, is reported in the
-// error.
-func (fsys FS) MemoryPeers() (map[string]string, error) {
-	names, err := fsys.names(memoryPeers)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]string{}
-	var errs []error
-	for _, n := range names {
-		b, err := fsys.r.ReadFile(join(memoryPeers, n, "version"), attrLimit)
-		if ok, err := hostfs.Optional(err); err != nil {
-			errs = append(errs, err)
-		} else if ok {
-			m[n] = attrString(b)
-		} else {
-			m[n] = ""
-		}
-	}
-	return m, errors.Join(errs...)
 }
 
 // names lists the directory dir.
