@@ -1,7 +1,8 @@
 // Package node gathers what p2pcheck knows about one machine, live or from a
 // snapshot: the PCIe topology with pci.ids names, the platform facts, and the
 // inputs of the kernel's P2PDMA rules. It is the one place where the I/O packages
-// (sysfs, pciids) meet the pure ones (pcie, p2pdma).
+// (hostfs and snapshot for the root, sysfs and procfs reading beneath it, pciids)
+// meet the pure ones (pcie, p2pdma).
 package node
 
 import (
