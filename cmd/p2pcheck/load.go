@@ -10,10 +10,10 @@ import (
 	"github.com/p2pkit/p2pkit/snapshot"
 )
 
-// openFS opens the machine the flags name: a snapshot, or a root directory
+// openRoot opens the machine the flags name: a snapshot, or a root directory
 // (the live machine by default). Failing to open it means p2pcheck cannot
 // evaluate anything (exit 3).
-func (o *globalOptions) openFS() (hostfs.Root, error) {
+func (o *globalOptions) openRoot() (hostfs.Root, error) {
 	if o.snapshot != "" {
 		root, err := snapshot.Open(o.snapshot)
 		if err != nil {
@@ -41,7 +41,7 @@ func (o *globalOptions) loadTree() (*node.Node, error) {
 }
 
 func (o *globalOptions) loadWith(opt node.Options) (*node.Node, error) {
-	fsys, err := o.openFS()
+	fsys, err := o.openRoot()
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ Any p2pcheck command reads the file back with --snapshot FILE.`,
 			if out == "" {
 				return usageError("snapshot: -o FILE is required ('-' for standard output)")
 			}
-			src, err := o.openFS()
+			src, err := o.openRoot()
 			if err != nil {
 				return err
 			}
