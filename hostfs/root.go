@@ -240,7 +240,7 @@ type tree interface {
 // PathError wraps err, naming the root-relative name as an absolute path
 // ("/sys/bus/pci/devices"), and drops any path the tree already put in it. The
 // operation is prefixed with the package that reads the top-level directory: "sysfs"
-// for /sys, "procfs" for /proc, "hostfs" for the rest.
+// for /sys, "procfs" for /proc, /dev and /boot, "hostfs" for the rest.
 func PathError(op, name string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -254,7 +254,7 @@ func reader(name string) string {
 	switch top {
 	case "sys":
 		return "sysfs"
-	case "proc":
+	case "proc", "dev", "boot":
 		return "procfs"
 	}
 	return "hostfs"

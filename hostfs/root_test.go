@@ -197,3 +197,20 @@ func TestTreesAgree(t *testing.T) {
 		t.Errorf("trees disagree (-snapshot +dir):\n%s", diff)
 	}
 }
+
+func TestPathError(t *testing.T) {
+	for _, tt := range []struct{ name, want string }{
+		{"sys/bus/pci/devices", "sysfs: read /sys/bus/pci/devices: file does not exist"},
+		{"proc/cpuinfo", "procfs: read /proc/cpuinfo: file does not exist"},
+		{"dev/gdrdrv", "procfs: read /dev/gdrdrv: file does not exist"},
+		{"boot/config-6.1", "procfs: read /boot/config-6.1: file does not exist"},
+		{"p2pkit/manifest.json", "hostfs: read /p2pkit/manifest.json: file does not exist"},
+		{"system", "hostfs: read /system: file does not exist"},
+	} {
+		// A path already in the error is replaced by the root-relative one.
+		err := hostfs.PathError("read", tt.name, &fs.PathError{Op: "open", Path: "/tmp/x/" + tt.name, Err: fs.ErrNotExist})
+		if err.Error() != tt.want || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("PathError(%q) = %v, want %s", tt.name, err, tt.want)
+		}
+	}
+}
