@@ -102,7 +102,7 @@ func FromNode(n *node.Node, ifaces []Interface) *Machine {
 		m.GDRDrv = &g
 	}
 	if p.NVIDIA != nil && p.Kernel != nil {
-		d := p.NVIDIA.Open && (p.Kernel.Major > 5 || p.Kernel.Major == 5 && p.Kernel.Minor >= 12)
+		d := p.NVIDIA.Open && p.Kernel.AtLeast(5, 12)
 		m.DMABuf = &d
 	}
 	return m
