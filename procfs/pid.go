@@ -11,7 +11,8 @@ import (
 	"github.com/p2pkit/p2pkit/hostfs"
 )
 
-// Readers of one process's /proc/PID files, for the checks that judge a job's
+// This file reads one process's /proc/PID files (fs/proc/array.c proc_pid_status,
+// fs/proc/base.c proc_pid_limits and environ), for the checks that judge a job's
 // process (its locked-memory limit, its NCCL environment) rather than the node.
 
 // ProcessFacts is what p2pkit reads about one process.
