@@ -109,7 +109,7 @@ test-isa:
 # depends on the architecture (the copy kernels in assembly, the gdrdrv ABI and
 # mappings, raw syscalls, byte order in config space) and the verdict engine.
 # The others hold no architecture-dependent code and take minutes under emulation.
-ARM64_PKGS ?= ./gdrcopy/... ./sysfs/... ./pcie/... ./p2pdma/... ./pathclass/... ./internal/gdrready/...
+ARM64_PKGS ?= ./gdrcopy/... ./hostfs/... ./sysfs/... ./procfs/... ./snapshot/... ./pcie/... ./p2pdma/... ./pathclass/... ./internal/gdrready/...
 test-arm64:
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $(QEMU_ARM64) $(ARM64_PKGS)
 

@@ -13,7 +13,7 @@ import (
 	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // run1 runs one check on facts.
@@ -53,8 +53,8 @@ func compare(t *testing.T, want outcome, r check.Result) {
 	}
 }
 
-func charDev(major uint32, perm fs.FileMode) *sysfs.DevNode {
-	return &sysfs.DevNode{Mode: fs.ModeDevice | fs.ModeCharDevice | perm, Major: major, NumberKnown: true}
+func charDev(major uint32, perm fs.FileMode) *procfs.DevNode {
+	return &procfs.DevNode{Mode: fs.ModeDevice | fs.ModeCharDevice | perm, Major: major, NumberKnown: true}
 }
 
 // withGPUFacts gives the degraded-link machine's two GPUs NVML facts.

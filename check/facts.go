@@ -190,7 +190,7 @@ func NewFacts(n *node.Node, in Inputs) *Facts {
 		}
 		f.gaps = f.gaps || d.PathIncomplete
 	}
-	f.calc = p2pdma.NewCalculator(n.Topology, n.P2P)
+	f.calc = p2pdma.NewCalculator(n.Topology, n.P2P())
 	f.devices = n.Interesting()
 	f.roles = make([]role, len(f.devices))
 	for i, d := range f.devices {
@@ -200,7 +200,7 @@ func NewFacts(n *node.Node, in Inputs) *Facts {
 	return f
 }
 
-// Arm64 reports whether the analysed machine is arm64 ([sysfs.CPUInfo.Arm64]).
+// Arm64 reports whether the analysed machine is arm64 ([procfs.CPUInfo.Arm64]).
 func (f *Facts) Arm64() bool {
 	c := f.Node.Platform.CPU
 	return c != nil && c.Arm64()

@@ -9,7 +9,9 @@ import (
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/bytesize"
 	"github.com/p2pkit/p2pkit/internal/gdrready"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/procfs"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -339,7 +341,7 @@ func checkKernelP2PDMA(f *Facts) Result {
 	}
 	users := f.kernelP2PDMAUsers()
 	switch v := kc.Value("CONFIG_PCI_P2PDMA"); {
-	case v == sysfs.ConfigYes:
+	case v == procfs.ConfigYes:
 		r.Status = Pass
 		r.Summary = "kernel built with CONFIG_PCI_P2PDMA"
 		if len(providers) > 0 {
@@ -351,7 +353,7 @@ func checkKernelP2PDMA(f *Facts) Result {
 	case !users:
 		r.Status = Skip
 		r.Summary = "no NVMe controller, RDMA NIC or p2pmem provider here would use the kernel's P2PDMA"
-	case v == sysfs.ConfigNo:
+	case v == procfs.ConfigNo:
 		r.Status = Fail
 		r.Blocks = []Capability{CapNVMeP2P}
 		r.Summary = "kernel built without CONFIG_PCI_P2PDMA: kernel P2PDMA users (NVMe CMB, p2pmem, RDMA P2P) cannot work"
@@ -574,7 +576,7 @@ func turingOrNewer(d *pcie.Device) bool { return d.Device >= 0x1e00 }
 // GPUDirect RDMA: Linux 5.12+ (dma-buf importers in RDMA, ib_umem_dmabuf) and the
 // open NVIDIA kernel modules, the only ones that export GPU memory as DMA-BUF.
 // It gives the reason when not.
-func dmabufReady(p sysfs.Platform) (bool, string) {
+func dmabufReady(p node.Platform) (bool, string) {
 	switch {
 	case p.Kernel == nil:
 		return false, "kernel version unknown"
@@ -588,8 +590,8 @@ func dmabufReady(p sysfs.Platform) (bool, string) {
 	return true, ""
 }
 
-func hasModule(p sysfs.Platform, name string) bool {
-	return slices.ContainsFunc(p.Modules, func(m sysfs.Module) bool { return m.Name == name })
+func hasModule(p node.Platform, name string) bool {
+	return slices.ContainsFunc(p.Modules, func(m procfs.Module) bool { return m.Name == name })
 }
 
 // gdrFacts turns the platform facts into gdrdrv readiness facts.
@@ -602,7 +604,7 @@ func (f *Facts) gdrFacts() gdrready.Facts {
 	}
 	if p.CharDevices != nil {
 		g.DevicesRead = true
-		if major, ok := sysfs.LookupMajor(p.CharDevices, "gdrdrv"); ok {
+		if major, ok := procfs.LookupMajor(p.CharDevices, "gdrdrv"); ok {
 			g.Major = &major
 		}
 	}
@@ -635,7 +637,7 @@ func checkGdrdrv(f *Facts) Result {
 		return r
 	}
 	g := f.gdrFacts()
-	major, hasMajor := sysfs.LookupMajor(p.CharDevices, "gdrdrv")
+	major, hasMajor := procfs.LookupMajor(p.CharDevices, "gdrdrv")
 	r.Evidence = append(r.Evidence,
 		Evidence{Source: "/proc/modules", Value: presence(p.Modules != nil, hasModule(p, "gdrdrv"), "gdrdrv")},
 		Evidence{Source: "/proc/devices", Value: presence(p.CharDevices != nil, hasMajor, fmt.Sprintf("%d gdrdrv", major))},
@@ -695,7 +697,7 @@ func presence(known, present bool, what string) string {
 }
 
 // nodeString describes a device node as ls -l does: "crw-rw-rw- 235:0".
-func nodeString(n *sysfs.DevNode) string {
+func nodeString(n *procfs.DevNode) string {
 	if n == nil {
 		return "absent"
 	}

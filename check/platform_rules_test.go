@@ -10,8 +10,10 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/procfs"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -40,45 +42,45 @@ var (
 )
 
 func TestGdrdrvRules(t *testing.T) {
-	loaded := []sysfs.Module{{Name: "nvidia"}, {Name: "gdrdrv"}}
-	devs := []sysfs.CharDevice{{Major: 195, Name: "nvidia"}, {Major: 235, Name: "gdrdrv"}}
+	loaded := []procfs.Module{{Name: "nvidia"}, {Name: "gdrdrv"}}
+	devs := []procfs.CharDevice{{Major: 195, Name: "nvidia"}, {Major: 235, Name: "gdrdrv"}}
 	params := func(flavour string) map[string]string {
 		return map[string]string{"Version": "2.5", "Built for NVIDIA driver flavor": flavour}
 	}
 	for _, tt := range []struct {
 		name   string
-		change func(p *sysfs.Platform)
+		change func(p *node.Platform)
 		want   verdict
 	}{
-		{"ready", func(p *sysfs.Platform) {}, verdict{check.Pass, nil, "gdrdrv ready (2.5, opensource)", ""}},
+		{"ready", func(p *node.Platform) {}, verdict{check.Pass, nil, "gdrdrv ready (2.5, opensource)", ""}},
 		// A missing gdrdrv blocks GDRCopy only; the fix names each packaging's service.
-		{"not loaded", func(p *sysfs.Platform) {
+		{"not loaded", func(p *node.Platform) {
 			p.Modules, p.CharDevices, p.GDRDrvNode, p.GDRDrvParams = p.Modules[:1], p.CharDevices[:1], nil, nil
 		},
 			verdict{check.Fail, gdrcopy, "gdrdrv kernel module is not loaded", "sudo systemctl start gdrdrv (Debian/Ubuntu gdrdrv-dkms), sudo systemctl start gdrcopy (RHEL RPM)"}},
-		{"no node", func(p *sysfs.Platform) { p.GDRDrvNode = nil },
+		{"no node", func(p *node.Platform) { p.GDRDrvNode = nil },
 			verdict{check.Fail, gdrcopy, "/dev/gdrdrv does not exist", "mknod -m 666 /dev/gdrdrv c 235 0"}},
-		{"stale major", func(p *sysfs.Platform) { p.GDRDrvNode = charDev(240, 0o666) },
+		{"stale major", func(p *node.Platform) { p.GDRDrvNode = charDev(240, 0o666) },
 			verdict{check.Fail, gdrcopy, "stale node", "mknod -m 666 /dev/gdrdrv c 235 0"}},
-		{"minor 1", func(p *sysfs.Platform) { n := charDev(235, 0o666); n.Minor = 1; p.GDRDrvNode = n },
+		{"minor 1", func(p *node.Platform) { n := charDev(235, 0o666); n.Minor = 1; p.GDRDrvNode = n },
 			verdict{check.Fail, gdrcopy, "gdrdrv serves minor 0 only", "mknod -m 666 /dev/gdrdrv c 235 0"}},
-		{"regular file", func(p *sysfs.Platform) { p.GDRDrvNode = &sysfs.DevNode{Mode: 0o666} },
+		{"regular file", func(p *node.Platform) { p.GDRDrvNode = &procfs.DevNode{Mode: 0o666} },
 			verdict{check.Fail, gdrcopy, "not a character device", "mknod"}},
-		{"SUSE mode", func(p *sysfs.Platform) { p.GDRDrvNode = charDev(235, 0o660) },
+		{"SUSE mode", func(p *node.Platform) { p.GDRDrvNode = charDev(235, 0o660) },
 			verdict{check.Warn, nil, "mode 0660", "group video"}},
 		// GDRCopy's README: a proprietary-flavour gdrdrv works with the open driver.
-		{"proprietary flavour, open driver", func(p *sysfs.Platform) { p.GDRDrvParams = params("proprietary") },
+		{"proprietary flavour, open driver", func(p *node.Platform) { p.GDRDrvParams = params("proprietary") },
 			verdict{check.Pass, nil, "works with either", ""}},
-		{"proprietary flavour, TDX guest", func(p *sysfs.Platform) {
+		{"proprietary flavour, TDX guest", func(p *node.Platform) {
 			p.GDRDrvParams = params("proprietary")
 			cpu := *p.CPU
 			cpu.Flags = append(slices.Clone(cpu.Flags), "tdx_guest")
 			p.CPU = &cpu
 		}, verdict{check.Fail, gdrcopy, "Intel TDX guest", "rebuild gdrdrv"}},
-		{"open flavour, proprietary driver", func(p *sysfs.Platform) { p.NVIDIA = &sysfs.NVIDIADriver{Version: "570.133.20", Major: 570} },
+		{"open flavour, proprietary driver", func(p *node.Platform) { p.NVIDIA = &procfs.NVIDIADriver{Version: "570.133.20", Major: 570} },
 			verdict{check.Warn, nil, "cannot load with it", "rebuild gdrdrv"}},
-		{"no params", func(p *sysfs.Platform) { p.GDRDrvParams = nil }, verdict{check.Pass, nil, "older than GDRCopy 2.5", ""}},
-		{"unreadable", func(p *sysfs.Platform) { p.Modules, p.CharDevices, p.GDRDrvNode, p.GDRDrvParams = nil, nil, nil, nil },
+		{"no params", func(p *node.Platform) { p.GDRDrvParams = nil }, verdict{check.Pass, nil, "older than GDRCopy 2.5", ""}},
+		{"unreadable", func(p *node.Platform) { p.Modules, p.CharDevices, p.GDRDrvNode, p.GDRDrvParams = nil, nil, nil, nil },
 			verdict{check.Unknown, gdrcopy, "state is unknown", ""}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,7 +176,7 @@ func TestIOMMURules(t *testing.T) {
 		// HGX: every GPU pair talks over NVSwitch; the NICs use nvidia-peermem.
 		{"HGX NVLink pairs, peermem NICs", "dgx-h100", func(n *node.Node) {
 			withIOMMU(n, sysfs.IOMMUDMA)
-			n.Platform.NVIDIA = &sysfs.NVIDIADriver{Version: "570.133.20", Major: 570}
+			n.Platform.NVIDIA = &procfs.NVIDIADriver{Version: "570.133.20", Major: 570}
 			n.GPU = nvlinkFacts(gpusOf(n), true)
 		}, verdict{check.Fail, gdr, "need passthrough", "add iommu=pt to the kernel command line (keep intel_iommu=on"}},
 		// As NVML reports the H200 pair of testdata/h200-2gpu-vm/nvml.json: NVLink P2P status OK.
@@ -199,7 +201,7 @@ func TestIOMMURules(t *testing.T) {
 		{"identity", "amd-epyc", func(n *node.Node) { withIOMMU(n, sysfs.IOMMUIdentity) }, verdict{check.Pass, nil, "passthrough (identity domains)", ""}},
 		{"types unknown, iommu=pt", "amd-epyc", func(n *node.Node) {
 			withIOMMU(n, sysfs.IOMMUUnknown)
-			n.Platform.Cmdline = &sysfs.Cmdline{Params: []sysfs.Param{{Name: "iommu", Value: "pt", HasValue: true}}}
+			n.Platform.Cmdline = &procfs.Cmdline{Params: []procfs.Param{{Name: "iommu", Value: "pt", HasValue: true}}}
 		}, verdict{check.Pass, nil, "the command line asks for passthrough (iommu=pt)", ""}},
 		{"types unknown", "amd-epyc", func(n *node.Node) { withIOMMU(n, sysfs.IOMMUUnknown) },
 			verdict{check.Unknown, []check.Capability{check.CapP2P, check.CapGDR}, "since Linux 4.19", "iommu=pt"}},
@@ -225,19 +227,19 @@ func TestIOMMURules(t *testing.T) {
 func TestGPUDirectRDMARules(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		change func(*sysfs.Platform)
+		change func(*node.Platform)
 		want   verdict
 	}{
 		// DMA-BUF needs the NIC's rdma-core support, which cannot be read: never a pass.
-		{"dmabuf only", func(*sysfs.Platform) {}, verdict{check.Unknown, gdr, "possible but unconfirmed", "NCCL_DEBUG=INFO"}},
-		{"proprietary, no peermem", func(p *sysfs.Platform) { p.NVIDIA = &sysfs.NVIDIADriver{Version: "535.1", Major: 535} },
+		{"dmabuf only", func(*node.Platform) {}, verdict{check.Unknown, gdr, "possible but unconfirmed", "NCCL_DEBUG=INFO"}},
+		{"proprietary, no peermem", func(p *node.Platform) { p.NVIDIA = &procfs.NVIDIADriver{Version: "535.1", Major: 535} },
 			verdict{check.Fail, gdr, "proprietary NVIDIA modules do not export DMA-BUF", "NCCL 2.13+ then uses DMA-BUF by default (NCCL_DMABUF_ENABLE defaults to 1)"}},
-		{"old kernel, peermem", func(p *sysfs.Platform) {
-			p.Kernel = &sysfs.KernelVersion{Release: "5.4.0", Major: 5, Minor: 4}
+		{"old kernel, peermem", func(p *node.Platform) {
+			p.Kernel = &kversion.Version{Release: "5.4.0", Major: 5, Minor: 4}
 			p.MemoryPeers = map[string]string{"nv_mem": "1.0"}
 		}, verdict{check.Pass, nil, "through peermem", ""}},
-		{"both peer clients", func(p *sysfs.Platform) {
-			p.Modules = append(slices.Clone(p.Modules), sysfs.Module{Name: "nvidia_peermem"}, sysfs.Module{Name: "nv_peer_mem"})
+		{"both peer clients", func(p *node.Platform) {
+			p.Modules = append(slices.Clone(p.Modules), procfs.Module{Name: "nvidia_peermem"}, procfs.Module{Name: "nv_peer_mem"})
 		}, verdict{check.Warn, nil, "both nvidia_peermem and nv_peer_mem", "rmmod nv_peer_mem"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,9 +268,9 @@ func TestKernelP2PDMARules(t *testing.T) {
 	r := run1(t, check.NewFacts(loadMachine(t, "amd-epyc"), check.Inputs{}), "kernel_p2pdma")
 	judge(t, verdict{check.Pass, nil, "built with CONFIG_PCI_P2PDMA", ""}, r)
 	n := loadMachine(t, "amd-epyc")
-	n.Platform.KernelConfig = sysfs.KernelConfig{Source: "/boot/config-6.1.0-28-amd64", Options: map[string]string{"CONFIG_PCI_P2PDMA": "n"}}
+	n.Platform.KernelConfig = procfs.KernelConfig{Source: "/boot/config-6.1.0-28-amd64", Options: map[string]string{"CONFIG_PCI_P2PDMA": "n"}}
 	judge(t, verdict{check.Fail, nvmeP2P, "without CONFIG_PCI_P2PDMA", "Debian's 6.1 and 6.12 do not"}, run1(t, check.NewFacts(n, check.Inputs{}), "kernel_p2pdma"))
-	n.Platform.KernelConfig = sysfs.KernelConfig{}
+	n.Platform.KernelConfig = procfs.KernelConfig{}
 	judge(t, verdict{check.Unknown, nvmeP2P, "kernel configuration not found", ""}, run1(t, check.NewFacts(n, check.Inputs{}), "kernel_p2pdma"))
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // withRecords returns a copy of n whose records change edited, the tree rebuilt.
@@ -200,7 +200,7 @@ func TestGraceC2C(t *testing.T) {
 			r.Device = 0x2342 // GH200
 		}
 	})
-	n.Platform.CPU = &sysfs.CPUInfo{Flags: []string{"fp", "asimd", "aes"}, CPUs: 72}
+	n.Platform.CPU = &procfs.CPUInfo{Flags: []string{"fp", "asimd", "aes"}, CPUs: 72}
 	r := run1(t, check.NewFacts(n, check.Inputs{}), "gpu_nic_affinity")
 	if r.Status != check.Warn || slices.Contains(r.Subjects, "0000:01:00.0") || !slices.Contains(r.Subjects, "0000:81:00.0") {
 		t.Errorf("gpu_nic_affinity = %s on %v, want the SYS GPUs only", r.Status, r.Subjects)

@@ -12,7 +12,7 @@ import (
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // Machine is what NCCL would detect on a node, gathered by the caller: the PCIe
@@ -89,7 +89,7 @@ func FromNode(n *node.Node, ifaces []Interface) *Machine {
 	}
 	if p.Modules != nil {
 		has := func(name string) bool {
-			return slices.ContainsFunc(p.Modules, func(m sysfs.Module) bool { return m.Name == name })
+			return slices.ContainsFunc(p.Modules, func(m procfs.Module) bool { return m.Name == name })
 		}
 		pm := has("nvidia_peermem") || has("nv_peer_mem")
 		for name := range p.MemoryPeers {
@@ -102,7 +102,7 @@ func FromNode(n *node.Node, ifaces []Interface) *Machine {
 		m.GDRDrv = &g
 	}
 	if p.NVIDIA != nil && p.Kernel != nil {
-		d := p.NVIDIA.Open && (p.Kernel.Major > 5 || p.Kernel.Major == 5 && p.Kernel.Minor >= 12)
+		d := p.NVIDIA.Open && p.Kernel.AtLeast(5, 12)
 		m.DMABuf = &d
 	}
 	return m

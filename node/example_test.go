@@ -15,7 +15,7 @@ func ExampleLoadSnapshot() {
 		log.Fatal(err)
 	}
 	gpus := n.Topology.GPUs()
-	calc := p2pdma.NewCalculator(n.Topology, n.P2P)
+	calc := p2pdma.NewCalculator(n.Topology, n.P2P())
 	v := calc.Calc(gpus[0], gpus[1])
 	fmt.Println(len(gpus), "GPUs;", gpus[0].Address, "->", gpus[1].Address, v.MapType)
 	// Output: 2 GPUs; 0000:00:06.0 -> 0000:00:07.0 not-supported

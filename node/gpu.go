@@ -5,15 +5,16 @@ import (
 	"fmt"
 
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 // snapshotFacts takes what a snapshot says about itself: a warning when its config
 // files were captured truncated, and the NVML facts it recorded, so that every
 // command gives on the snapshot the answer it gave live.
-func (n *Node) snapshotFacts(fsys sysfs.FS, opt Options) {
-	m, err := fsys.Manifest()
+func (n *Node) snapshotFacts(root hostfs.Root, opt Options) {
+	m, err := snapshot.ReadManifest(root)
 	if err != nil {
 		n.Warnings = append(n.Warnings, err)
 	}
@@ -24,7 +25,7 @@ func (n *Node) snapshotFacts(fsys sysfs.FS, opt Options) {
 	if opt.NoGPU {
 		return
 	}
-	b, err := fsys.RecordedNVML()
+	b, err := snapshot.RecordedNVML(root)
 	if err != nil || b == nil {
 		if err != nil {
 			n.Warnings = append(n.Warnings, err)

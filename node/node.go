@@ -1,7 +1,8 @@
 // Package node gathers what p2pcheck knows about one machine, live or from a
 // snapshot: the PCIe topology with pci.ids names, the platform facts, and the
 // inputs of the kernel's P2PDMA rules. It is the one place where the I/O packages
-// (sysfs, pciids) meet the pure ones (pcie, p2pdma).
+// (hostfs and snapshot for the root, sysfs and procfs reading beneath it, pciids)
+// meet the pure ones (pcie, p2pdma).
 package node
 
 import (
@@ -9,6 +10,8 @@ import (
 	"fmt"
 
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/hostfs"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/sysfs"
@@ -25,7 +28,7 @@ type Options struct {
 	// NoNames skips loading pci.ids.
 	NoNames bool
 	// NoPlatform skips the platform facts (/proc, IOMMU groups, kernel config) for
-	// commands that show the tree alone; P2P then holds no CPU or kernel facts.
+	// commands that show the tree alone; P2P then gives no CPU or kernel facts.
 	NoPlatform bool
 	// NoGPU leaves out the NVML facts a snapshot recorded (Node.GPU stays nil), for
 	// runs that would not have asked NVML on the live machine either.
@@ -35,9 +38,9 @@ type Options struct {
 // Node is one machine as p2pcheck sees it.
 type Node struct {
 	Topology *pcie.Topology
-	Platform sysfs.Platform
-	// P2P holds the platform inputs of the kernel's P2PDMA decision.
-	P2P p2pdma.Platform
+	// Platform holds the facts besides the PCI functions; the inputs of the
+	// kernel's P2PDMA decision are derived from it (see P2P).
+	Platform Platform
 	// GPU holds NVML's facts: those a snapshot recorded when it was taken (Load
 	// fills them in unless Options.NoGPU), or those of the live machine when the
 	// caller asked NVML (package gpu); nil otherwise.
@@ -45,28 +48,49 @@ type Node struct {
 	// Warnings are problems that degrade the picture without stopping it: an
 	// unreadable /proc file, a missing pci.ids, per-device read errors.
 	Warnings []error
+
+	// kernel is Options.Kernel, which overrides Platform.Kernel in P2P.
+	kernel kversion.Version
+}
+
+// P2P returns the platform inputs of the kernel's P2PDMA decision, derived from
+// Platform: CPU 0's vendor and family, and the release series of the kernel
+// (Options.Kernel when it was given, else /proc/version's).
+func (n *Node) P2P() p2pdma.Platform {
+	var pp p2pdma.Platform
+	p := n.Platform
+	if p.CPU != nil {
+		pp.CPUVendor, pp.CPUFamily = p.CPU.VendorID, p.CPU.Family
+	}
+	switch {
+	case !n.kernel.IsZero():
+		pp.Kernel = n.kernel
+	case p.Kernel != nil:
+		pp.Kernel = p.Kernel.Series()
+	}
+	return pp
 }
 
 // ErrBadKernelVersion is returned for an unusable Options.Kernel.
 var ErrBadKernelVersion = errors.New("node: bad kernel version")
 
-// Load reads the machine under fsys. It fails only when there is no PCI sysfs at
+// Load reads the machine beneath root. It fails only when there is no PCI sysfs at
 // all; everything else degrades into Warnings.
-func Load(fsys sysfs.FS, opt Options) (*Node, error) {
+func Load(root hostfs.Root, opt Options) (*Node, error) {
 	n := &Node{}
-	var override p2pdma.KernelVersion
+	var override kversion.Version
 	if opt.Kernel != "" {
-		v, err := p2pdma.ParseKernelVersion(opt.Kernel)
+		v, err := kversion.Parse(opt.Kernel)
 		if err != nil {
 			return nil, fmt.Errorf("%w %q: %w", ErrBadKernelVersion, opt.Kernel, err)
 		}
-		override = v
+		override = v.Series()
 	}
 	var annotate func(*pcie.Topology) error
 	if !opt.NoNames {
 		annotate = loadNames(opt.PCIIDs)
 	}
-	recs, err := fsys.PCIRecords()
+	recs, err := sysfs.New(root).PCIRecords()
 	if err != nil {
 		return nil, err
 	}
@@ -78,32 +102,17 @@ func Load(fsys sysfs.FS, opt Options) (*Node, error) {
 	// placing the functions found.
 	n.Warnings = append(n.Warnings, n.Topology.Errors...)
 	if !opt.NoPlatform {
-		n.Platform, err = fsys.Platform()
+		n.Platform, err = ReadPlatform(root)
 		if err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
-		n.P2P = p2pPlatform(n.Platform, override)
+		n.kernel = override
 	}
-	n.snapshotFacts(fsys, opt)
+	n.snapshotFacts(root, opt)
 	if annotate != nil {
 		if err := annotate(n.Topology); err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
 	}
 	return n, nil
-}
-
-// p2pPlatform maps the platform facts to the inputs of the P2PDMA rules.
-func p2pPlatform(p sysfs.Platform, override p2pdma.KernelVersion) p2pdma.Platform {
-	var pp p2pdma.Platform
-	if p.CPU != nil {
-		pp.CPUVendor, pp.CPUFamily = p.CPU.VendorID, p.CPU.Family
-	}
-	switch {
-	case !override.IsZero():
-		pp.Kernel = override
-	case p.Kernel != nil:
-		pp.Kernel = p2pdma.KernelVersion{Major: p.Kernel.Major, Minor: p.Kernel.Minor}
-	}
-	return pp
 }

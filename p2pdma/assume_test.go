@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -131,7 +131,7 @@ func TestAssumptionsSet(t *testing.T) {
 }
 
 func TestAssumeCPU(t *testing.T) {
-	plat := Platform{CPUVendor: "GenuineIntel", CPUFamily: 6, Kernel: KernelVersion{6, 12}}
+	plat := Platform{CPUVendor: "GenuineIntel", CPUFamily: 6, Kernel: kversion.Version{Major: 6, Minor: 12}}
 	if p := (Assumptions{CPU: CPUAMDZen}).Platform(plat); !p.cpuSupportsP2PDMA() || p.Kernel != plat.Kernel {
 		t.Errorf("cpu=amd-zen: %+v", p)
 	}

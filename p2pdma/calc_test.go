@@ -5,19 +5,20 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
 var (
-	intel    = Platform{CPUVendor: "GenuineIntel", CPUFamily: 6, Kernel: KernelVersion{6, 12}}
-	amdZen   = Platform{CPUVendor: "AuthenticAMD", CPUFamily: 25, Kernel: KernelVersion{6, 12}}
-	amdOld   = Platform{CPUVendor: "AuthenticAMD", CPUFamily: 0x16, Kernel: KernelVersion{6, 12}}
-	hygon    = Platform{CPUVendor: "HygonGenuine", CPUFamily: 0x18, Kernel: KernelVersion{6, 12}}
+	intel    = Platform{CPUVendor: "GenuineIntel", CPUFamily: 6, Kernel: kversion.Version{Major: 6, Minor: 12}}
+	amdZen   = Platform{CPUVendor: "AuthenticAMD", CPUFamily: 25, Kernel: kversion.Version{Major: 6, Minor: 12}}
+	amdOld   = Platform{CPUVendor: "AuthenticAMD", CPUFamily: 0x16, Kernel: kversion.Version{Major: 6, Minor: 12}}
+	hygon    = Platform{CPUVendor: "HygonGenuine", CPUFamily: 0x18, Kernel: kversion.Version{Major: 6, Minor: 12}}
 	acsIOMMU = int(pcie.ACSSourceValidation | pcie.ACSRequestRedirect | pcie.ACSCompletionRedirect | pcie.ACSUpstreamForwarding) // 0x001d, what Linux sets with an IOMMU
 )
 
 func withKernel(p Platform, major, minor int) Platform {
-	p.Kernel = KernelVersion{major, minor}
+	p.Kernel = kversion.Version{Major: major, Minor: minor}
 	return p
 }
 

@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // loadSnapshot reads a captured machine the way p2pcheck does.
@@ -16,21 +16,25 @@ func loadSnapshot(tb testing.TB, path string) (*pcie.Topology, Platform) {
 	return loadFS(tb, testsupport.OpenSnapshot(tb, path))
 }
 
-// loadFS reads the topology and the P2PDMA platform facts of fsys.
-func loadFS(tb testing.TB, fsys sysfs.FS) (*pcie.Topology, Platform) {
+// loadFS reads the topology and the P2PDMA platform facts beneath root.
+func loadFS(tb testing.TB, root hostfs.Root) (*pcie.Topology, Platform) {
 	tb.Helper()
-	sp, err := fsys.Platform()
-	if err != nil {
-		tb.Fatal(err)
+	present := func(err error) bool {
+		ok, err := hostfs.Optional(err)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return ok
 	}
 	var plat Platform
-	if sp.CPU != nil {
-		plat.CPUVendor, plat.CPUFamily = sp.CPU.VendorID, sp.CPU.Family
+	proc := procfs.New(root)
+	if c, err := proc.CPUInfo(); present(err) {
+		plat.CPUVendor, plat.CPUFamily = c.VendorID, c.Family
 	}
-	if sp.Kernel != nil {
-		plat.Kernel = KernelVersion{sp.Kernel.Major, sp.Kernel.Minor}
+	if v, err := proc.KernelVersion(); present(err) {
+		plat.Kernel = v.Series()
 	}
-	return testsupport.Topology(tb, fsys), plat
+	return testsupport.Topology(tb, root), plat
 }
 
 // TestH200Capture checks the two-H200 cloud VM: every function sits on the root bus

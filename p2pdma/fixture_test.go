@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -182,7 +182,7 @@ func TestFixtureMachines(t *testing.T) {
 // kernel: 3c00/3c01 allow traffic within a socket and refuse it across.
 func TestFixtureIntelXeonE5On6x(t *testing.T) {
 	m := loadFixture(t, "intel-xeon-e5")
-	m.plat.Kernel = KernelVersion{6, 1}
+	m.plat.Kernel = kversion.Version{Major: 6, Minor: 1}
 	c := NewCalculator(m.topo, m.plat)
 	got := []outcome{
 		project(c.Calc(m.dev(t, "gpu0"), m.dev(t, "gpu1"))),

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -40,53 +41,8 @@ func TestMapTypeText(t *testing.T) {
 	}
 }
 
-func TestParseKernelVersion(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    KernelVersion
-		wantErr bool
-	}{
-		{in: "6.12.117-amd64", want: KernelVersion{6, 12}},
-		{in: "6.1", want: KernelVersion{6, 1}},
-		{in: "7.3.0-rc1", want: KernelVersion{7, 3}},
-		{in: "5.15.0-1045-nvidia", want: KernelVersion{5, 15}},
-		{in: "6.2-rc3", want: KernelVersion{6, 2}},
-		{in: "6", wantErr: true},
-		{in: "", wantErr: true},
-		{in: "x.1", wantErr: true},
-		{in: "6.x", wantErr: true},
-		{in: "0.1", wantErr: true},
-	}
-	for _, tt := range tests {
-		got, err := ParseKernelVersion(tt.in)
-		if (err != nil) != tt.wantErr {
-			t.Errorf("ParseKernelVersion(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
-			continue
-		}
-		if got != tt.want {
-			t.Errorf("ParseKernelVersion(%q) = %v; want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
-func FuzzParseKernelVersion(f *testing.F) {
-	for _, s := range []string{"6.12.117-amd64", "6.1", "7.3.0-rc1", "4.19", "1.", ".1", "99.99"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseKernelVersion(s)
-		if err != nil {
-			return
-		}
-		back, err := ParseKernelVersion(v.String())
-		if err != nil || back != v {
-			t.Fatalf("round trip of %q: %v -> %q -> %v, %v", s, v, v.String(), back, err)
-		}
-	})
-}
-
 func TestWhitelistFor(t *testing.T) {
-	ids := func(v KernelVersion) []string {
+	ids := func(v kversion.Version) []string {
 		var out []string
 		for _, e := range WhitelistFor(v) {
 			out = append(out, e.String())
@@ -107,18 +63,18 @@ func TestWhitelistFor(t *testing.T) {
 		return out
 	}
 	tests := []struct {
-		v    KernelVersion
+		v    kversion.Version
 		want []string
 	}{
-		{KernelVersion{}, base},
-		{KernelVersion{5, 9}, base[:9]}, // Ice Lake's 09a2 came in 5.18
-		{KernelVersion{5, 17}, base[:9]},
-		{KernelVersion{5, 18}, base},
-		{KernelVersion{6, 1}, base},
-		{KernelVersion{6, 12}, base},
-		{KernelVersion{7, 1}, cat(base, []string{"1ae0:*"})}, // accelerators only via 7.1.y backport
-		{KernelVersion{7, 2}, cat(base, accel, []string{"1ae0:*"})},
-		{KernelVersion{7, 4}, cat(base, accel, []string{"1ae0:*"}, next)},
+		{kversion.Version{}, base},
+		{kversion.Version{Major: 5, Minor: 9}, base[:9]}, // Ice Lake's 09a2 came in 5.18
+		{kversion.Version{Major: 5, Minor: 17}, base[:9]},
+		{kversion.Version{Major: 5, Minor: 18}, base},
+		{kversion.Version{Major: 6, Minor: 1}, base},
+		{kversion.Version{Major: 6, Minor: 12}, base},
+		{kversion.Version{Major: 7, Minor: 1}, cat(base, []string{"1ae0:*"})}, // accelerators only via 7.1.y backport
+		{kversion.Version{Major: 7, Minor: 2}, cat(base, accel, []string{"1ae0:*"})},
+		{kversion.Version{Major: 7, Minor: 4}, cat(base, accel, []string{"1ae0:*"}, next)},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, ids(tt.v)); diff != "" {

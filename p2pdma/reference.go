@@ -1,6 +1,10 @@
 package p2pdma
 
-import "github.com/p2pkit/p2pkit/pcie"
+import (
+	"github.com/p2pkit/p2pkit/pcie"
+
+	"github.com/p2pkit/p2pkit/kversion"
+)
 
 // ReferenceCalc is a direct, readable port of calc_map_type_and_dist() in
 // drivers/pci/p2pdma.c (Linux 6.12; the same from 5.9 on), kept beside the tuned
@@ -110,7 +114,7 @@ func refCountACSRedir(d *pcie.Device, acsCnt, acsUnread int) (int, int) {
 // refHostBridgeWhitelist is host_bridge_whitelist() in drivers/pci/p2pdma.c:
 // both functions below one host bridge need that bridge whitelisted; below two,
 // both bridges whitelisted without REQ_SAME_HOST_BRIDGE.
-func refHostBridgeWhitelist(k KernelVersion, a, b *pcie.Device) (allowed, known bool) {
+func refHostBridgeWhitelist(k kversion.Version, a, b *pcie.Device) (allowed, known bool) {
 	hostA, hostB := a.HostBridge, b.HostBridge
 	if hostA == nil || hostB == nil {
 		return false, false
@@ -133,7 +137,7 @@ func refHostBridgeWhitelist(k KernelVersion, a, b *pcie.Device) (allowed, known 
 // in drivers/pci/p2pdma.c: the first function on the root bus, if it is devfn 00.0
 // or a Root Port, must match an entry of pci_p2pdma_whitelist[] of kernel k, and an
 // entry flagged REQ_SAME_HOST_BRIDGE only allows traffic within its host bridge.
-func refHostBridgeWhitelisted(k KernelVersion, h *pcie.HostBridge, sameHostBridge bool) (allowed, known bool) {
+func refHostBridgeWhitelisted(k kversion.Version, h *pcie.HostBridge, sameHostBridge bool) (allowed, known bool) {
 	// root = list_first_entry_or_null(&host->bus->devices, ...)
 	root := h.FirstDevice()
 	if root == nil {

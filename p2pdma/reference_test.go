@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -70,7 +71,7 @@ func randomTree(tb testing.TB, r *rand.Rand) *pcie.Topology {
 // included, the same map type and distance, and that the Calculator says Unknown
 // exactly where the port finds a fact missing.
 func TestReferenceMatchesCalculator(t *testing.T) {
-	kernels := []KernelVersion{{}, {5, 9}, {5, 17}, {5, 18}, {6, 1}, {6, 12}, {7, 1}, {7, 2}, {7, 4}}
+	kernels := []kversion.Version{{}, {Major: 5, Minor: 9}, {Major: 5, Minor: 17}, {Major: 5, Minor: 18}, {Major: 6, Minor: 1}, {Major: 6, Minor: 12}, {Major: 7, Minor: 1}, {Major: 7, Minor: 2}, {Major: 7, Minor: 4}}
 	cpus := []Platform{
 		{CPUVendor: "GenuineIntel", CPUFamily: 6},
 		{CPUVendor: "AuthenticAMD", CPUFamily: 0x17},

@@ -1,6 +1,10 @@
 package p2pdma
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/p2pkit/p2pkit/kversion"
+)
 
 // WhitelistEntry is one row of pci_p2pdma_whitelist[] in drivers/pci/p2pdma.c: a host
 // bridge, identified by the vendor and device ID of the first function on its root
@@ -16,7 +20,7 @@ type WhitelistEntry struct {
 	// Since is the first release known to carry the entry and After the last one known
 	// not to (zero: none modelled lacks it). A kernel strictly between the two may or
 	// may not have it.
-	After, Since KernelVersion
+	After, Since kversion.Version
 	// Comment names the hardware, as the kernel's table comment does.
 	Comment string
 }
@@ -35,7 +39,7 @@ func (e WhitelistEntry) matches(vendor, device uint16) bool {
 
 // presence tells whether a kernel of version v has the entry: yes, no, or maybe (v is
 // between After and Since, or v is unknown and the entry came after the baseline).
-func (e WhitelistEntry) presence(v KernelVersion) tri {
+func (e WhitelistEntry) presence(v kversion.Version) tri {
 	if v.IsZero() {
 		if e.Since.Compare(kernelBaseline) <= 0 {
 			return yes
@@ -56,14 +60,14 @@ func (e WhitelistEntry) presence(v KernelVersion) tri {
 // block is the table of Linux 6.1 (identical in 6.2 through 7.0); every entry is
 // tagged with the release that added it.
 var whitelist = func() []WhitelistEntry {
-	entry := func(dev uint16, same bool, since, after KernelVersion, comment string) WhitelistEntry {
+	entry := func(dev uint16, same bool, since, after kversion.Version, comment string) WhitelistEntry {
 		return WhitelistEntry{Vendor: 0x8086, Device: dev, SameHostBridge: same,
 			After: after, Since: since, Comment: comment}
 	}
 	// The Xeon E5/E7 entries came with the 5.5 rework and the Skylake-E ones in 2020
 	// (commits bc123a515cb7, 7b94b53db34f), all before 5.9, the oldest release
 	// modelled; Ice Lake-SP's 09a2 came in 5.18 (commit feaea1fe8b36).
-	none, floor := KernelVersion{}, kernelCPURule
+	none, floor := kversion.Version{}, kernelCPURule
 	tab := []WhitelistEntry{
 		entry(0x3c00, true, floor, none, "Intel Xeon E5/Core i7"),
 		entry(0x3c01, true, floor, none, "Intel Xeon E5/Core i7"),
@@ -74,20 +78,20 @@ var whitelist = func() []WhitelistEntry {
 		entry(0x2032, false, floor, none, "Intel Skylake-E root port C"),
 		entry(0x2033, false, floor, none, "Intel Skylake-E root port D"),
 		entry(0x2020, false, floor, none, "Intel Skylake-E"),
-		entry(0x09a2, false, KernelVersion{5, 18}, KernelVersion{5, 17}, "Intel Ice Lake-SP and newer Xeons"),
+		entry(0x09a2, false, kversion.Version{Major: 5, Minor: 18}, kversion.Version{Major: 5, Minor: 17}, "Intel Ice Lake-SP and newer Xeons"),
 	}
 	// Intel accelerators that sit alone on their root bus: upstream commit
 	// 0ba76b19fd4c in 7.2, backported to 7.1.y (so 7.1 is "maybe").
 	for _, dev := range []uint16{0x0b25, 0x0cfe, 0x11fb, 0x1212, 0x1216, 0x4940, 0x4942, 0x4944, 0x4946, 0x4948} {
 		tab = append(tab, WhitelistEntry{Vendor: 0x8086, Device: dev,
-			After: KernelVersion{7, 0}, Since: KernelVersion{7, 2},
+			After: kversion.Version{Major: 7, Minor: 0}, Since: kversion.Version{Major: 7, Minor: 2},
 			Comment: "Intel DSA/IAA/QAT, first device on its own root bus"})
 	}
 	// Google SoCs, vendor wildcard (commits 70cf146a674c, 1a1f96e3e2a8, 7.1).
 	tab = append(tab, WhitelistEntry{Vendor: 0x1ae0, AnyDevice: true,
-		After: KernelVersion{7, 0}, Since: KernelVersion{7, 1}, Comment: "Google SoCs"})
+		After: kversion.Version{Major: 7, Minor: 0}, Since: kversion.Version{Major: 7, Minor: 1}, Comment: "Google SoCs"})
 	// Queued in the PCI maintainer tree after 7.3-rc1, expected in 7.4.
-	next, after := KernelVersion{7, 4}, KernelVersion{7, 3}
+	next, after := kversion.Version{Major: 7, Minor: 4}, kversion.Version{Major: 7, Minor: 3}
 	for _, dev := range []uint16{0x2f95, 0x2f96, 0x2f97, 0x2f98} {
 		tab = append(tab, WhitelistEntry{Vendor: 0x10de, Device: dev, After: after, Since: next,
 			Comment: "NVIDIA CPUs"})
@@ -105,7 +109,7 @@ var whitelist = func() []WhitelistEntry {
 // release certainly has. The zero version gives the 6.1
 // table. Entries whose release is not pinned for v (see WhitelistEntry.After) are left
 // out; the Calculator reports verdicts that hinge on them as Unknown.
-func WhitelistFor(v KernelVersion) []WhitelistEntry {
+func WhitelistFor(v kversion.Version) []WhitelistEntry {
 	var out []WhitelistEntry
 	for _, e := range whitelist {
 		if e.presence(v) == yes {

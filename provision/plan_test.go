@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/node"
@@ -42,7 +41,7 @@ func addrs(ds []Action) []string {
 // root port.
 func TestPlanDGX(t *testing.T) {
 	n := load(t, writeMachine(t, "dgx-h100"))
-	plan := NewPlan(n.Topology, n.P2P, PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
 	var want []string
 	for _, d := range n.Topology.Devices {
 		if pt, _ := d.PortType(); pt == pcie.PortDownstream && d.Vendor == 0x1000 {
@@ -93,7 +92,7 @@ func rootOf(d *pcie.Device) *pcie.Device {
 // peers (the root ports are above every common bridge).
 func TestPlanNothingToDo(t *testing.T) {
 	n := load(t, writeMachine(t, "dgx-h100-acs-off"))
-	plan := NewPlan(n.Topology, n.P2P, PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
 	if len(plan.Actions) != 0 || plan.KernelParam != "" || plan.GrubDropIn() != "" || plan.Changed() {
 		t.Errorf("plan has actions %q, parameter %q", addrs(plan.Actions), plan.KernelParam)
 	}
@@ -105,7 +104,7 @@ func TestPlanNothingToDo(t *testing.T) {
 // TestPlanUnread: without root, ACS Control is unknown and the plan says so.
 func TestPlanUnread(t *testing.T) {
 	n := load(t, writeMachine(t, "dgx-h100-nonroot"))
-	plan := NewPlan(n.Topology, n.P2P, PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
 	if len(plan.Unknown) == 0 || len(plan.Actions) != 0 {
 		t.Fatalf("unknowns %d, actions %q", len(plan.Unknown), addrs(plan.Actions))
 	}
@@ -119,7 +118,7 @@ func TestPlanUnread(t *testing.T) {
 func TestGrubDropIn(t *testing.T) {
 	root := writeMachine(t, "dgx-h100")
 	n := load(t, root)
-	plan := NewPlan(n.Topology, n.P2P, PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
 	testsupport.Golden(t, "testdata/dgx-h100.grub.cfg", []byte(plan.GrubDropIn()))
 	if err := plan.WriteDropIn(root); err != nil {
 		t.Fatal(err)
@@ -136,7 +135,7 @@ func TestGrubDropIn(t *testing.T) {
 func TestApply(t *testing.T) {
 	root := writeMachine(t, "dgx-h100")
 	n := load(t, root)
-	plan := NewPlan(n.Topology, n.P2P, PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
 	done, ok := Apply(root, plan)
 	if !ok || len(done) != len(plan.Actions) {
 		t.Fatalf("apply: ok %v, %d of %d done", ok, len(done), len(plan.Actions))
@@ -147,7 +146,7 @@ func TestApply(t *testing.T) {
 		}
 	}
 	n2 := load(t, root)
-	after, mismatched := plan.Compare(n2.Topology, n2.P2P)
+	after, mismatched := plan.Compare(n2.Topology, n2.P2P())
 	if len(mismatched) > 0 {
 		for _, i := range mismatched {
 			t.Errorf("%s -> %s: after %s %d, predicted %s %d", plan.Pairs[i].Provider.Address, plan.Pairs[i].Client.Address,
@@ -158,7 +157,7 @@ func TestApply(t *testing.T) {
 	if r.Result != ResultFixed || r.ExitCode != 0 || len(r.Warnings) != 1 {
 		t.Errorf("report: %s, exit %d, warnings %q", r.Result, r.ExitCode, r.Warnings)
 	}
-	again := NewPlan(n2.Topology, n2.P2P, PairsOfInterest(n2.Interesting()))
+	again := NewPlan(n2.Topology, n2.P2P(), PairsOfInterest(n2.Interesting()))
 	if len(again.Actions) != 0 || again.Changed() {
 		t.Errorf("second plan: actions %q", addrs(again.Actions))
 	}
@@ -172,7 +171,7 @@ func TestApply(t *testing.T) {
 func TestApplyFailure(t *testing.T) {
 	root := writeMachine(t, "dgx-h100")
 	n := load(t, root)
-	plan := NewPlan(n.Topology, n.P2P, PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
 	first := plan.Actions[0].Device.Address.String()
 	if err := os.Remove(filepath.Join(root, "sys/bus/pci/devices", first, "config")); err != nil {
 		t.Fatal(err)

@@ -191,7 +191,7 @@ func TestTopoDot(t *testing.T) {
 		t.Run(tt.machine, func(t *testing.T) {
 			n := loadMachine(t, tt.machine)
 			var b bytes.Buffer
-			if err := TopoDot(&b, n.Topology, n.P2P); err != nil {
+			if err := TopoDot(&b, n.Topology, n.P2P()); err != nil {
 				t.Fatal(err)
 			}
 			g, err := parseDot(b.String())
@@ -232,7 +232,7 @@ func TestTopoDot(t *testing.T) {
 func TestTopoDotVerdicts(t *testing.T) {
 	n := loadMachine(t, "sriov-nic")
 	var b bytes.Buffer
-	if err := TopoDot(&b, n.Topology, n.P2P); err != nil {
+	if err := TopoDot(&b, n.Topology, n.P2P()); err != nil {
 		t.Fatal(err)
 	}
 	g, err := parseDot(b.String())

@@ -18,7 +18,7 @@ import (
 
 // pairReport is what p2pcheck pair explains for provider x and client y of n.
 func pairReport(n *node.Node, x, y *pcie.Device) PairReport {
-	calc := p2pdma.NewCalculator(n.Topology, n.P2P)
+	calc := p2pdma.NewCalculator(n.Topology, n.P2P())
 	return PairReport{Path: n.Topology.Path(x, y), Verdict: calc.Calc(x, y), Reverse: calc.Calc(y, x),
 		NVSMI: pathclass.NVSMI(x, y, 0).String(), NCCL: pathclass.NCCL(x, y).String()}
 }

@@ -41,7 +41,7 @@ func outputs(t *testing.T, n *node.Node) map[string][]byte {
 		t.Fatal(err)
 	}
 	out["topo"] = bytes.Clone(b.Bytes())
-	calc := p2pdma.NewCalculator(n.Topology, n.P2P)
+	calc := p2pdma.NewCalculator(n.Topology, n.P2P())
 	devs := n.Interesting()
 	if len(devs) < 2 {
 		devs = n.Topology.Endpoints()

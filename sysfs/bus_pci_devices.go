@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -39,30 +40,30 @@ const (
 // is taken from it: a VF's IDs from its PF (virtFnIDs), local_cpulist from another
 // function of the same NUMA node (localCPUs).
 func (fsys FS) PCIRecords() ([]pcie.Record, error) {
-	bus, err := fsys.t.sub(busPCIDevices)
+	bus, err := fsys.r.Sub(busPCIDevices)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, pathErr("open", busPCIDevices, err))
+		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, hostfs.PathError("open", busPCIDevices, err))
 	}
-	defer bus.close()
-	names, err := bus.names(".")
+	defer bus.Close()
+	names, err := bus.Names(".")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, pathErr("readdir", busPCIDevices, err))
+		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, hostfs.PathError("readdir", busPCIDevices, err))
 	}
-	fns := make([]function, 0, min(len(names), fsys.budget.Functions+1))
+	fns := make([]function, 0, min(len(names), fsys.r.Budget().Functions+1))
 	for _, name := range names {
 		a, err := pcie.ParseAddress(name)
 		if err != nil || a.String() != name {
 			continue // not a function: sysfs names them canonically
 		}
-		if len(fns) == fsys.budget.Functions {
-			return nil, pathErr("readdir", busPCIDevices, overBudget("Functions", int64(fsys.budget.Functions), "PCI functions"))
+		if len(fns) == fsys.r.Budget().Functions {
+			return nil, hostfs.PathError("readdir", busPCIDevices, overBudget("Functions", int64(fsys.r.Budget().Functions), "PCI functions"))
 		}
 		fns = append(fns, function{rec: pcie.Record{Address: a}})
 	}
 	slices.SortFunc(fns, func(x, y function) int { return x.rec.Address.Compare(y.rec.Address) })
 	parallel(len(fns), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			resolveFunction(bus, &fns[i], fsys.budget.PCIDepth)
+			resolveFunction(bus, &fns[i], fsys.r.Budget().PCIDepth)
 		}
 	})
 	if err := budgetError(fns); err != nil {
@@ -77,7 +78,7 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 	}
 	slices.SortFunc(byDir, func(x, y *function) int { return strings.Compare(x.dir, y.dir) })
 	parallel(len(byDir), func(lo, hi int) {
-		r := reader{walker: dirWalker{root: fsys.t}, buf: make([]byte, max(attrLimit, configLimit)+1), live: fsys.live, cpus: map[int]string{}}
+		r := reader{walker: dirWalker{root: fsys.r}, buf: make([]byte, max(attrLimit, configLimit)+1), live: fsys.r.Live(), cpus: map[int]string{}}
 		defer r.walker.close()
 		for _, f := range byDir[lo:hi] {
 			if f.dir != "" {
@@ -100,7 +101,7 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 // whole read, where any other error degrades only its own function.
 func budgetError(fns []function) error {
 	for i := range fns {
-		if err := fns[i].rec.Err; errors.Is(err, ErrBudget) {
+		if err := fns[i].rec.Err; errors.Is(err, hostfs.ErrBudget) {
 			return fmt.Errorf("sysfs: %s: %w", fns[i].rec.Address, err)
 		}
 	}
@@ -110,26 +111,26 @@ func budgetError(fns []function) error {
 // resolveFunction resolves the /sys/bus/pci/devices link of f, listed in bus, to its
 // directory below /sys/devices. A directory with more than maxDepth bridges above
 // the function is a budget error (see Budget.PCIDepth).
-func resolveFunction(bus tree, f *function, maxDepth int) {
+func resolveFunction(bus hostfs.Root, f *function, maxDepth int) {
 	name := f.rec.Address.String()
 	link := join(busPCIDevices, name)
-	switch target, err := bus.readLink(name); {
-	case errors.Is(err, errNotLink):
-		f.dir = link // a plain directory, as in a hand-made tree
-		f.rec.Err = pathErr("readlink", link, fmt.Errorf("%w: want a link into /sys/devices", err))
+	switch target, err := bus.ReadLink(name); {
+	case errors.Is(err, hostfs.ErrNotLink):
+		f.dir = link // a plain directory, as in a hand-made hostfs.Root
+		f.rec.Err = hostfs.PathError("readlink", link, fmt.Errorf("%w: want a link into /sys/devices", err))
 	case err != nil:
-		f.rec.Err = pathErr("readlink", link, err)
+		f.rec.Err = hostfs.PathError("readlink", link, err)
 	default:
-		f.dir, f.rec.Err = resolveLexical(link, target)
+		f.dir, f.rec.Err = hostfs.ResolveLink(link, target)
 		if rel, ok := strings.CutPrefix(f.dir, sysDevices+"/"); ok {
 			f.rec.Path = rel
 			// pciDDDD:BB, the bridges, the function: every element past two
 			// is a bridge (or a device between them, which only shortens it).
 			if strings.Count(rel, "/")-1 > maxDepth {
-				f.rec.Err = pathErr("readlink", link, overBudget("PCIDepth", int64(maxDepth), "bridges above a function"))
+				f.rec.Err = hostfs.PathError("readlink", link, overBudget("PCIDepth", int64(maxDepth), "bridges above a function"))
 			}
 		} else if f.rec.Err == nil {
-			f.rec.Err = pathErr("readlink", link, fmt.Errorf("target %q is not below /sys/devices", target))
+			f.rec.Err = hostfs.PathError("readlink", link, fmt.Errorf("target %q is not below /sys/devices", target))
 		}
 	}
 }
@@ -180,14 +181,14 @@ func (fsys FS) virtFnIDs(fns []function) {
 
 // readIDs reads the vendor and device attributes of f's directory.
 func (fsys FS) readIDs(f *function) {
-	t, err := fsys.t.sub(f.dir)
+	t, err := fsys.r.Sub(f.dir)
 	if err != nil {
 		if f.rec.Err == nil {
-			f.rec.Err = pathErr("open", f.dir, err)
+			f.rec.Err = hostfs.PathError("open", f.dir, err)
 		}
 		return
 	}
-	defer t.close()
+	defer t.Close()
 	d := &deviceDir{t: t, name: f.dir, r: &reader{buf: make([]byte, attrLimit+1)}, fn: f, rec: &f.rec}
 	d.hex("vendor", 16, true, func(v uint64) { f.rec.Vendor = uint16(v) })
 	d.hex("device", 16, true, func(v uint64) { f.rec.Device = uint16(v) })
@@ -229,18 +230,18 @@ func (r *reader) read(f *function) {
 // to the last one open, so that walking a tree in sorted order opens each directory
 // once.
 type dirWalker struct {
-	root  tree
+	root  hostfs.Root
 	stack []openDir // each the parent of the next
 }
 
 type openDir struct {
 	name string // root-relative
-	t    tree
+	t    hostfs.Root
 }
 
 // open returns the directory name, opened below the deepest open ancestor. The walker
 // owns it.
-func (w *dirWalker) open(name string) (tree, error) {
+func (w *dirWalker) open(name string) (hostfs.Root, error) {
 	for len(w.stack) > 0 {
 		top := w.stack[len(w.stack)-1]
 		if top.name == name {
@@ -249,7 +250,7 @@ func (w *dirWalker) open(name string) (tree, error) {
 		if strings.HasPrefix(name, top.name+"/") {
 			break
 		}
-		top.t.close()
+		top.t.Close()
 		w.stack = w.stack[:len(w.stack)-1]
 	}
 	parent, prefix, rest := w.root, "", name
@@ -262,9 +263,9 @@ func (w *dirWalker) open(name string) (tree, error) {
 			prefix += "/"
 		}
 		prefix += el // name is clean: so is every prefix of it
-		t, err := parent.sub(el)
+		t, err := parent.Sub(el)
 		if err != nil {
-			return nil, pathErr("open", prefix, err)
+			return hostfs.Root{}, hostfs.PathError("open", prefix, err)
 		}
 		w.stack = append(w.stack, openDir{name: prefix, t: t})
 		parent = t
@@ -274,7 +275,7 @@ func (w *dirWalker) open(name string) (tree, error) {
 
 func (w *dirWalker) close() {
 	for _, d := range w.stack {
-		d.t.close()
+		d.t.Close()
 	}
 	w.stack = nil
 }
@@ -284,7 +285,7 @@ func (w *dirWalker) close() {
 // attributes exist follows from what was read before (the capabilities in config
 // space, a bound driver), so few reads are spent on absent ones.
 type deviceDir struct {
-	t    tree
+	t    hostfs.Root
 	name string    // root-relative, for errors
 	r    *reader   // the goroutine's scratch space and memory of what it read
 	fn   *function // what PCIRecords completes after the read
@@ -303,17 +304,17 @@ func (d *deviceDir) fail(err error) {
 // whether it existed.
 func (d *deviceDir) attr(name string, limit int, required bool, parse func([]byte) error) (ok bool) {
 	buf := d.r.buf[:limit+1]
-	n, err := d.t.readFile(name, buf, false)
+	n, err := d.t.Read(name, buf, false)
 	if !required && errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
-	b, err := bounded(buf, n, err, name, d.name)
+	b, err := hostfs.Bounded(buf, n, err, name, d.name)
 	if err != nil {
 		d.fail(err)
 		return false
 	}
 	if err := parse(b); err != nil {
-		d.fail(pathErr("parse", join(d.name, name), err))
+		d.fail(hostfs.PathError("parse", join(d.name, name), err))
 	}
 	return true
 }
@@ -332,10 +333,10 @@ func (d *deviceDir) hex(name string, bitSize int, required bool, set func(uint64
 // link reads the link name; ok is false when it is absent. One that is not a link is
 // an error.
 func (d *deviceDir) link(name string) (target string, ok bool) {
-	target, err := d.t.readLink(name)
+	target, err := d.t.ReadLink(name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			d.fail(pathErr("readlink", join(d.name, name), err))
+			d.fail(hostfs.PathError("readlink", join(d.name, name), err))
 		}
 		return "", false
 	}
@@ -350,7 +351,7 @@ func (d *deviceDir) linkedAddress(name string) (pcie.Address, bool) {
 	}
 	a, err := pcie.ParseAddress(path.Base(target))
 	if err != nil {
-		d.fail(pathErr("readlink", join(d.name, name), err))
+		d.fail(hostfs.PathError("readlink", join(d.name, name), err))
 		return pcie.Address{}, false
 	}
 	return a, true
@@ -358,10 +359,10 @@ func (d *deviceDir) linkedAddress(name string) (pcie.Address, bool) {
 
 // list lists the directory name (net, infiniband, nvme), nil when it is absent.
 func (d *deviceDir) list(name string) []string {
-	names, err := d.t.names(name)
+	names, err := d.t.Names(name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			d.fail(pathErr("readdir", join(d.name, name), err))
+			d.fail(hostfs.PathError("readdir", join(d.name, name), err))
 		}
 		return nil
 	}
@@ -380,7 +381,7 @@ func (d *deviceDir) config() *pcie.Config {
 	if !d.r.live {
 		// A regular file returns less than asked only at its end, so one read of
 		// one byte more than the limit takes it whole.
-		b, err := readBounded(d.t, "config", d.name, d.r.buf[:configLimit+1], false)
+		b, err := d.t.ReadBounded("config", d.name, d.r.buf[:configLimit+1], false)
 		if err != nil {
 			d.fail(err)
 			return nil
@@ -389,15 +390,15 @@ func (d *deviceDir) config() *pcie.Config {
 		c, _ := pcie.ParseConfig(d.rec.Config)
 		return c
 	}
-	f, size, err := d.t.openReaderAt("config")
+	f, size, err := d.t.OpenReaderAt("config")
 	if err != nil {
-		d.fail(pathErr("open", name, err))
+		d.fail(hostfs.PathError("open", name, err))
 		return nil
 	}
 	defer f.Close()
 	b, c, err := pcie.ReadConfig(f, int(min(size, configLimit)))
 	if b == nil {
-		d.fail(pathErr("read", name, err))
+		d.fail(hostfs.PathError("read", name, err))
 		return nil
 	}
 	d.rec.Config = b
@@ -498,7 +499,7 @@ func (d *deviceDir) fill() {
 	if target, ok := d.link("iommu_group"); ok {
 		g, err := strconv.Atoi(path.Base(target))
 		if err != nil || g < 0 {
-			d.fail(pathErr("readlink", join(d.name, "iommu_group"), fmt.Errorf("target %q is not a group number", target)))
+			d.fail(hostfs.PathError("readlink", join(d.name, "iommu_group"), fmt.Errorf("target %q is not a group number", target)))
 		} else {
 			r.IOMMUGroup = &g
 		}
@@ -610,19 +611,19 @@ func (d *deviceDir) sriov(c *pcie.Config) {
 // p2pmem_group; Documentation/ABI/testing/sysfs-bus-pci). p2pmem/allocate is never
 // read: only its presence is recorded.
 func (d *deviceDir) p2pmem() {
-	t, err := d.t.sub("p2pmem")
+	t, err := d.t.Sub("p2pmem")
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
 	name := join(d.name, "p2pmem")
 	if err != nil {
-		d.fail(pathErr("open", name, err))
+		d.fail(hostfs.PathError("open", name, err))
 		return
 	}
-	defer t.close()
-	names, err := t.names(".")
+	defer t.Close()
+	names, err := t.Names(".")
 	if err != nil {
-		d.fail(pathErr("readdir", name, err))
+		d.fail(hostfs.PathError("readdir", name, err))
 		return
 	}
 	g := &deviceDir{t: t, name: name, r: d.r, rec: d.rec}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 func mustAddr(t testing.TB, s string) pcie.Address {
@@ -50,10 +51,7 @@ func h200GPU(t testing.TB, addr string, bar0, bar1, bar3 uint64) pcie.Record {
 var ignoreConfig = cmpopts.IgnoreFields(pcie.Record{}, "Config")
 
 func TestPCIRecordsH200(t *testing.T) {
-	fsys, err := OpenSnapshot(h200Snapshot)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys := openSnapshot(t, h200Snapshot)
 	recs, err := fsys.PCIRecords()
 	if err != nil {
 		t.Fatal(err)
@@ -100,10 +98,7 @@ func TestPCIRecordsH200(t *testing.T) {
 // TestPCIRecordsSameOnDisk reads the capture unpacked to a directory: the records must
 // equal those read from the tar, which shows both go through one code path.
 func TestPCIRecordsSameOnDisk(t *testing.T) {
-	snap, err := OpenSnapshot(h200Snapshot)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := openSnapshot(t, h200Snapshot)
 	want, err := snap.PCIRecords()
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +149,7 @@ func TestPCIRecordsAttributes(t *testing.T) {
 		file(d+"p2pmem/size", "8388608\n"),
 		file(d+"p2pmem/available", "4194304\n"),
 		file(d+"p2pmem/published", "1\n"),
-		entry{name: d + "p2pmem/allocate", mode: 0o660},
+		entry{Name: d + "p2pmem/allocate", Mode: 0o660},
 		symlink(d+"driver", "../../../bus/pci/drivers/nvme"),
 		symlink(d+"iommu_group", "../../../kernel/iommu_groups/17"),
 		directory(d+"net/eth0"),
@@ -474,10 +469,11 @@ func machineFS(t *testing.T, m *fixture.Machine) map[string]FS {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dirFS.Close() })
-	memFS, err := ReadSnapshot(&snap)
+	memRoot, err := snapshot.Read(&snap)
 	if err != nil {
 		t.Fatal(err)
 	}
+	memFS := New(memRoot)
 	return map[string]FS{"dir": dirFS, "snapshot": memFS}
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"testing"
+
+	"github.com/p2pkit/p2pkit/hostfs"
 )
 
 func TestConfigMissing(t *testing.T) {
@@ -12,9 +14,9 @@ func TestConfigMissing(t *testing.T) {
 		want bool
 	}{
 		{nil, false},
-		{pathErr("read", "sys/devices/pci0000:00/0000:00:01.0/config", fs.ErrNotExist), true},
-		{pathErr("read", "sys/devices/pci0000:00/0000:00:01.0/config", fs.ErrPermission), false},
-		{pathErr("read", "sys/devices/pci0000:00/0000:00:01.0/vendor", fs.ErrNotExist), false},
+		{hostfs.PathError("read", "sys/devices/pci0000:00/0000:00:01.0/config", fs.ErrNotExist), true},
+		{hostfs.PathError("read", "sys/devices/pci0000:00/0000:00:01.0/config", fs.ErrPermission), false},
+		{hostfs.PathError("read", "sys/devices/pci0000:00/0000:00:01.0/vendor", fs.ErrNotExist), false},
 		{errors.New("config"), false},
 	}
 	for _, tt := range tests {

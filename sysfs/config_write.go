@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -56,25 +57,25 @@ func ClearACSControl(root string, addr pcie.Address, capOffset, mask uint16) (AC
 	name := join("sys/bus/pci/devices", addr.String(), "config")
 	f, err := r.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
-		return w, pathErr("open", name, err)
+		return w, hostfs.PathError("open", name, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return w, pathErr("stat", name, err)
+		return w, hostfs.PathError("stat", name, err)
 	}
 	if !st.Mode().IsRegular() {
-		return w, pathErr("open", name, fmt.Errorf("%w: %w", ErrRefusedWrite, errNotFile))
+		return w, hostfs.PathError("open", name, fmt.Errorf("%w: %w", ErrRefusedWrite, hostfs.ErrNotFile))
 	}
 	_, c, err := pcie.ReadConfig(f, int(min(st.Size(), configLimit)))
 	if err != nil {
-		return w, pathErr("read", name, err)
+		return w, hostfs.PathError("read", name, err)
 	}
 	if c.ACS == nil || c.ACS.Offset != capOffset {
-		return w, pathErr("write", name, fmt.Errorf("%w: no ACS capability at %#x", ErrRefusedWrite, capOffset))
+		return w, hostfs.PathError("write", name, fmt.Errorf("%w: no ACS capability at %#x", ErrRefusedWrite, capOffset))
 	}
 	if w.Before, err = readWord(f, int64(w.Register)); err != nil {
-		return w, pathErr("read", name, err)
+		return w, hostfs.PathError("read", name, err)
 	}
 	w.After = w.Before
 	if w.Before&mask == 0 {
@@ -83,11 +84,11 @@ func ClearACSControl(root string, addr pcie.Address, capOffset, mask uint16) (AC
 	var b [2]byte
 	binary.LittleEndian.PutUint16(b[:], w.Before&^mask)
 	if _, err := f.WriteAt(b[:], int64(w.Register)); err != nil {
-		return w, pathErr("write", name, err)
+		return w, hostfs.PathError("write", name, err)
 	}
 	w.Written = true
 	if w.After, err = readWord(f, int64(w.Register)); err != nil {
-		return w, pathErr("read", name, err)
+		return w, hostfs.PathError("read", name, err)
 	}
 	return w, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/p2pkit/p2pkit/hostfs"
 )
 
 // TestSpecialFilesRefused puts a FIFO, a character device (when mknod is allowed)
@@ -51,8 +53,8 @@ func TestSpecialFilesRefused(t *testing.T) {
 	}
 	defer fsys.Close()
 	for name, typ := range special {
-		_, err := fsys.readFile(join("sys/devices/pci0000:00/0000:00:01.0", name), attrLimit)
-		if !errors.Is(err, errNotFile) || !strings.Contains(err.Error(), typ) {
+		_, err := fsys.r.ReadFile(join("sys/devices/pci0000:00/0000:00:01.0", name), attrLimit)
+		if !errors.Is(err, hostfs.ErrNotFile) || !strings.Contains(err.Error(), typ) {
 			t.Errorf("%s: err = %v, want not a regular file (%s)", name, err, typ)
 		}
 	}
@@ -61,7 +63,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 		t.Fatalf("PCIRecords = %v, %v", recs, err)
 	}
 	r := recs[0]
-	if r.Vendor != 0x10de || r.Class != 0x030200 || !errors.Is(r.Err, errNotFile) {
+	if r.Vendor != 0x10de || r.Class != 0x030200 || !errors.Is(r.Err, hostfs.ErrNotFile) {
 		t.Errorf("record = %04x %06x, err %v; want the IDs read and the special file refused", r.Vendor, r.Class, r.Err)
 	}
 }

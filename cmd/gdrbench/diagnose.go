@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/internal/gdrready"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // readiness is what gdrbench found out about gdrdrv when it could not use it,
@@ -44,7 +44,7 @@ type nodeInfo struct {
 // gdrdrv check uses too. openErr is the error opening the device gave, if it was
 // tried; uid is the caller's user id: root may open any node, so its mode only
 // matters to others.
-func diagnose(fsys sysfs.FS, openErr error, uid int) readiness {
+func diagnose(fsys procfs.FS, openErr error, uid int) readiness {
 	var r readiness
 	var g gdrready.Facts
 	if openErr != nil {
@@ -59,7 +59,7 @@ func diagnose(fsys sysfs.FS, openErr error, uid int) readiness {
 	}
 
 	if mods, err := fsys.Modules(); err == nil {
-		loaded := slices.ContainsFunc(mods, func(m sysfs.Module) bool { return m.Name == "gdrdrv" })
+		loaded := slices.ContainsFunc(mods, func(m procfs.Module) bool { return m.Name == "gdrdrv" })
 		r.Module, g.Module = &loaded, &loaded
 	} else if errors.Is(err, fs.ErrNotExist) {
 		problem("/proc/modules does not exist", "run where /proc is mounted")
@@ -68,7 +68,7 @@ func diagnose(fsys sysfs.FS, openErr error, uid int) readiness {
 	}
 	if devs, err := fsys.CharDevices(); err == nil {
 		g.DevicesRead = true
-		if major, ok := sysfs.LookupMajor(devs, "gdrdrv"); ok {
+		if major, ok := procfs.LookupMajor(devs, "gdrdrv"); ok {
 			r.Major, g.Major = &major, &major
 		}
 	}

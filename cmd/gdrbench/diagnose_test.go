@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/internal/gdrready"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 const (
@@ -116,7 +116,7 @@ func TestDiagnose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fsys, err := sysfs.NewFS(fakeRoot(t, tt.files))
+			fsys, err := procfs.NewFS(fakeRoot(t, tt.files))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // globalOptions are the flags every command takes.
@@ -93,7 +93,7 @@ func (o *globalOptions) vaddr() (va uint64, err error) {
 
 // diagnoseGDRDrv explains why gdrdrv could not be opened.
 func (o *globalOptions) diagnoseGDRDrv(openErr error) readiness {
-	fsys, err := sysfs.NewFS(o.root)
+	fsys, err := procfs.NewFS(o.root)
 	if err != nil {
 		return readiness{
 			OpenError: errString(openErr),

@@ -37,9 +37,9 @@ func (o *globalOptions) pairsAssuming(n *node.Node, devs []*pcie.Device, what []
 			return usageError("--assume: %v", err)
 		}
 	}
-	now := p2pdma.NewCalculator(n.Topology, n.P2P)
+	now := p2pdma.NewCalculator(n.Topology, n.P2P())
 	t := a.Topology(n.Topology)
-	then := p2pdma.NewCalculator(t, a.Platform(n.P2P))
+	then := p2pdma.NewCalculator(t, a.Platform(n.P2P()))
 	var rows []assumedPair
 	for _, p := range devs {
 		for _, q := range devs {

@@ -92,7 +92,7 @@ func (fo *fixOptions) run() error {
 	if err != nil {
 		return err
 	}
-	plan := provision.NewPlan(n.Topology, n.P2P, pairs)
+	plan := provision.NewPlan(n.Topology, n.P2P(), pairs)
 	var (
 		done       []provision.Done
 		after      []p2pdma.Verdict
@@ -104,7 +104,7 @@ func (fo *fixOptions) run() error {
 		if err != nil {
 			return err
 		}
-		after, mismatched = plan.Compare(n2.Topology, n2.P2P)
+		after, mismatched = plan.Compare(n2.Topology, n2.P2P())
 	}
 	rep := plan.NewReport(fo.apply, done, after, mismatched)
 	rep.Advice = fo.advice(n)

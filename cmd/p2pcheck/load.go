@@ -4,27 +4,28 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/render"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
-// openFS opens the machine the flags name: a snapshot, or a root directory
+// openRoot opens the machine the flags name: a snapshot, or a root directory
 // (the live machine by default). Failing to open it means p2pcheck cannot
 // evaluate anything (exit 3).
-func (o *globalOptions) openFS() (sysfs.FS, error) {
+func (o *globalOptions) openRoot() (hostfs.Root, error) {
 	if o.snapshot != "" {
-		fsys, err := sysfs.OpenSnapshot(o.snapshot)
+		root, err := snapshot.Open(o.snapshot)
 		if err != nil {
-			return sysfs.FS{}, noEvalError(err)
+			return hostfs.Root{}, noEvalError(err)
 		}
-		return fsys, nil
+		return root, nil
 	}
-	fsys, err := sysfs.NewFS(o.root)
+	root, err := hostfs.Open(o.root)
 	if err != nil {
-		return sysfs.FS{}, noEvalError(err)
+		return hostfs.Root{}, noEvalError(err)
 	}
-	return fsys, nil
+	return root, nil
 }
 
 // load reads the machine into a node.Node. Warnings (unreadable files, a missing
@@ -40,7 +41,7 @@ func (o *globalOptions) loadTree() (*node.Node, error) {
 }
 
 func (o *globalOptions) loadWith(opt node.Options) (*node.Node, error) {
-	fsys, err := o.openFS()
+	fsys, err := o.openRoot()
 	if err != nil {
 		return nil, err
 	}

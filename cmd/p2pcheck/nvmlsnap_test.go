@@ -14,6 +14,7 @@ import (
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 // TestSnapshotKeepsNVML runs every command on a machine with NVML facts (the H200
@@ -85,7 +86,7 @@ func TestSnapshotKeepsNVML(t *testing.T) {
 	if !strings.Contains(out, `"GPU-redacted-0"`) || strings.Contains(out, f.GPUs[0].UUID) {
 		t.Errorf("UUIDs not redacted: %s", out)
 	}
-	m, err := testsupport.OpenSnapshot(t, redacted).Manifest()
+	m, err := snapshot.ReadManifest(testsupport.OpenSnapshot(t, redacted))
 	if err != nil || m == nil || !m.NVML || !slices.Contains(m.Redacted, "gpu_uuid") {
 		t.Errorf("manifest %+v, %v: want NVML facts and gpu_uuid redacted", m, err)
 	}

@@ -41,7 +41,7 @@ name of another function (nvme1) is refused: use the address.`,
 			if err != nil {
 				return err
 			}
-			calc := p2pdma.NewCalculator(n.Topology, n.P2P)
+			calc := p2pdma.NewCalculator(n.Topology, n.P2P())
 			r := render.PairReport{
 				Path:    n.Topology.Path(a, b),
 				Verdict: p2pdma.CheckComplete(calc.Calc(a, b), a, b),

@@ -58,7 +58,7 @@ distinct type-0 functions, as the kernel would compute them.`,
 // pairSeq yields every ordered pair of distinct functions of devs with its verdict
 // (unknown where it rests on a gap in the tree) and path class.
 func pairSeq(n *node.Node, devs []*pcie.Device) func(func(render.Pair) bool) {
-	calc := p2pdma.NewCalculator(n.Topology, n.P2P)
+	calc := p2pdma.NewCalculator(n.Topology, n.P2P())
 	return func(yield func(render.Pair) bool) {
 		for e, v := range calc.AllEnds(devs) {
 			v = p2pdma.CheckComplete(v, e.Provider, e.Client)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/node"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // The facts of the process-scoped checks (memlock_limit, nccl_env): the process
@@ -79,7 +79,7 @@ func (ro *reportOptions) processInputs(in *check.Inputs, n *node.Node) {
 // jobProcess reads the --pid process and returns its environment, nil when
 // unreadable.
 func (ro *reportOptions) jobProcess(in *check.Inputs, n *node.Node) map[string]string {
-	fsys, err := sysfs.NewFS(ro.global.root)
+	fsys, err := procfs.NewFS(ro.global.root)
 	if err != nil {
 		n.Warnings = append(n.Warnings, fmt.Errorf("--pid: %w", err))
 		return nil
@@ -91,7 +91,7 @@ func (ro *reportOptions) jobProcess(in *check.Inputs, n *node.Node) map[string]s
 	}
 	pr := &check.Process{PID: ro.pid, Comm: pf.Comm, EUID: pf.EUID}
 	if pf.CapEffKnown {
-		lock := pf.CapEff&(1<<sysfs.CapIPCLock) != 0
+		lock := pf.CapEff&(1<<procfs.CapIPCLock) != 0
 		pr.CapIPCLock = &lock
 	}
 	if pf.MemlockKnown {
@@ -113,9 +113,9 @@ func selfProcess(in *check.Inputs, n *node.Node) map[string]string {
 	if pr.EUID == 0 {
 		pr.SudoUser = os.Getenv("SUDO_USER")
 	}
-	if fsys, err := sysfs.NewFS("/"); err == nil {
+	if fsys, err := procfs.NewFS("/"); err == nil {
 		if pf, _ := fsys.Process(pr.PID); pf.CapEffKnown {
-			lock := pf.CapEff&(1<<sysfs.CapIPCLock) != 0
+			lock := pf.CapEff&(1<<procfs.CapIPCLock) != 0
 			pr.CapIPCLock = &lock
 		}
 		fsys.Close()

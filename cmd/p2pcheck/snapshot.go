@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 func newSnapshotCommand(o *globalOptions) *cobra.Command {
@@ -37,15 +37,15 @@ Any p2pcheck command reads the file back with --snapshot FILE.`,
 			if out == "" {
 				return usageError("snapshot: -o FILE is required ('-' for standard output)")
 			}
-			src, err := o.openFS()
+			src, err := o.openRoot()
 			if err != nil {
 				return err
 			}
 			defer src.Close()
-			var sum sysfs.SnapshotSummary
-			opt := sysfs.CaptureOptions{NoRedact: noRedact, NVML: o.nvmlRecord(!noRedact)}
+			var sum snapshot.Summary
+			opt := snapshot.Options{NoRedact: noRedact, NVML: o.nvmlRecord(!noRedact)}
 			capture := func(w io.Writer) (err error) {
-				sum, err = sysfs.WriteSnapshotOptions(src, w, opt)
+				sum, err = snapshot.WriteOptions(src, w, opt)
 				return err
 			}
 			if out == "-" {

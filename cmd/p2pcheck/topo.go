@@ -40,7 +40,7 @@ between the devices they join.`,
 					return err
 				}
 				o.printWarnings(n)
-				return render.TopoDot(o.stdout, n.Topology, n.P2P)
+				return render.TopoDot(o.stdout, n.Topology, n.P2P())
 			}
 			n, err := o.loadTree()
 			if err != nil {

@@ -23,8 +23,8 @@ func addresses(n *node.Node) []pcie.Address {
 func TestLoadAgree(t *testing.T) {
 	opt := node.Options{NoNames: true}
 	root := Load(t, "degraded-link", opt)
-	if len(root.Topology.Devices) == 0 || root.P2P.CPUVendor == "" {
-		t.Fatalf("loaded %d functions, CPU vendor %q", len(root.Topology.Devices), root.P2P.CPUVendor)
+	if len(root.Topology.Devices) == 0 || root.P2P().CPUVendor == "" {
+		t.Fatalf("loaded %d functions, CPU vendor %q", len(root.Topology.Devices), root.P2P().CPUVendor)
 	}
 	for name, n := range map[string]*node.Node{
 		"Machine":    Machine(t, fixture.DegradedLink(), opt),
@@ -33,8 +33,8 @@ func TestLoadAgree(t *testing.T) {
 		if diff := cmp.Diff(addresses(root), addresses(n)); diff != "" {
 			t.Errorf("%s differs from Load (-Load +%s):\n%s", name, name, diff)
 		}
-		if n.P2P != root.P2P {
-			t.Errorf("%s: platform %+v, Load %+v", name, n.P2P, root.P2P)
+		if n.P2P() != root.P2P() {
+			t.Errorf("%s: platform %+v, Load %+v", name, n.P2P(), root.P2P())
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package testsupport holds what the tests of several packages share: the
 // comparison with golden files and its -update flag, fixture machines written to
-// a temporary root, sysfs opened over such a root or a snapshot (closed when the
-// test ends), a snapshot unpacked into a root, PCI addresses, the committed JSON
+// a temporary root, such a root or a snapshot opened (and closed when the test
+// ends), a snapshot unpacked into a root, PCI addresses, the committed JSON
 // schemas, and the parsing of Prometheus textfiles.
 //
 // It imports neither node nor the packages node is built from (p2pdma,
@@ -45,8 +45,10 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/snapshot"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -141,32 +143,32 @@ func RootWithDevices(tb testing.TB, m *fixture.Machine) string {
 
 // OpenRoot opens the tree under dir, as p2pcheck --root does, and closes it
 // when tb ends.
-func OpenRoot(tb testing.TB, dir string) sysfs.FS {
+func OpenRoot(tb testing.TB, dir string) hostfs.Root {
 	tb.Helper()
-	fsys, err := sysfs.NewFS(dir)
+	r, err := hostfs.Open(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { fsys.Close() })
-	return fsys
+	tb.Cleanup(func() { r.Close() })
+	return r
 }
 
 // OpenSnapshot opens the snapshot file at path, as p2pcheck --snapshot does,
 // and closes it when tb ends.
-func OpenSnapshot(tb testing.TB, path string) sysfs.FS {
+func OpenSnapshot(tb testing.TB, path string) hostfs.Root {
 	tb.Helper()
-	fsys, err := sysfs.OpenSnapshot(path)
+	r, err := snapshot.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { fsys.Close() })
-	return fsys
+	tb.Cleanup(func() { r.Close() })
+	return r
 }
 
-// Topology builds the PCIe topology of the functions under fsys.
-func Topology(tb testing.TB, fsys sysfs.FS) *pcie.Topology {
+// Topology builds the PCIe topology of the functions under root.
+func Topology(tb testing.TB, root hostfs.Root) *pcie.Topology {
 	tb.Helper()
-	recs, err := fsys.PCIRecords()
+	recs, err := sysfs.New(root).PCIRecords()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/snapshot"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -88,13 +89,13 @@ func checkOracleShape(t *testing.T, topo *Topology, v View, o Oracle) {
 // checkSnapshot loads the snapshot p2pcheck wrote in the guest through sysfs and
 // pcie, exactly as `p2pcheck --snapshot` would, and compares it with the entry and
 // with the busybox view: the tree, ACS Control, IOMMU groups and NUMA nodes.
-func checkSnapshot(t *testing.T, topo *Topology, dump View, snapshot []byte) {
-	fsys, err := sysfs.ReadSnapshot(bytes.NewReader(snapshot))
+func checkSnapshot(t *testing.T, topo *Topology, dump View, archive []byte) {
+	fsys, err := snapshot.Read(bytes.NewReader(archive))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fsys.Close()
-	recs, err := fsys.PCIRecords()
+	recs, err := sysfs.New(fsys).PCIRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@
 //     the pxb-pcie numa_node.
 //   - oracle (test kernel): one verdict per ordered pair of type-0 functions and the
 //     expected cpu_supports_p2pdma.
-//   - snapshot: the snapshot through sysfs.ReadSnapshot, PCIRecords and
+//   - snapshot: the snapshot through snapshot.Read, PCIRecords and
 //     pcie.NewTopology equals the expected tree and the busybox facts.
 //   - topo: `p2pcheck topo --format json`, read from the live guest rather than a
 //     snapshot, gives the same tree, the entry's switches (upstream port and its

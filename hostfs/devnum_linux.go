@@ -1,0 +1,20 @@
+package hostfs
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// deviceNumber returns the major and minor number of a device node, decoding st_rdev
+// the way glibc's gnu_dev_major and gnu_dev_minor do (the kernel's new_encode_dev in
+// include/linux/kdev_t.h: 12 bits of major and 20 bits of minor, split).
+func deviceNumber(fi fs.FileInfo) (major, minor uint32, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	dev := uint64(st.Rdev)
+	major = uint32((dev>>8)&0xfff | (dev>>32)&^0xfff)
+	minor = uint32(dev&0xff | (dev>>12)&^0xff)
+	return major, minor, true
+}
