@@ -3,7 +3,7 @@ package sysfs
 import (
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/roottest"
+	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
 	"github.com/p2pkit/p2pkit/snapshot"
 )
 

@@ -14,6 +14,7 @@ import (
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
 	"github.com/p2pkit/p2pkit/snapshot"
 )
 
@@ -40,7 +41,7 @@ func TestSnapshotKeepsNVML(t *testing.T) {
 	defer func() { probeNVML, probeNVMLLinks, nvmlOnRoot = oldProbe, oldLinks, false }()
 
 	root := t.TempDir()
-	testsupport.Unpack(t, h200Snapshot, root)
+	roottest.Unpack(t, h200Snapshot, root)
 	snap := filepath.Join(t.TempDir(), "snap.tar.gz")
 	// Unredacted, so that the report's GPU UUIDs are the same.
 	if code, _, stderr := p2pcheck("--root", root, "snapshot", "--no-redact", "-o", snap); code != 0 {

@@ -16,8 +16,9 @@ import (
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/pciids"
-	"github.com/p2pkit/p2pkit/internal/testnode"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
+	"github.com/p2pkit/p2pkit/internal/testsupport/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 )
@@ -57,7 +58,7 @@ func trees(t *testing.T) []tree {
 		}
 		rel, _ := filepath.Rel(root, p)
 		dir := t.TempDir()
-		testsupport.Unpack(t, p, dir)
+		roottest.Unpack(t, p, dir)
 		out = append(out, tree{"testdata/" + filepath.ToSlash(rel), dir})
 		return nil
 	})

@@ -1,14 +1,21 @@
 // Package testsupport holds what the tests of several packages share: the
 // comparison with golden files and its -update flag, fixture machines written to
 // a temporary root, such a root or a snapshot opened (and closed when the test
-// ends), a snapshot unpacked into a root, PCI addresses, the committed JSON
-// schemas, and the parsing of Prometheus textfiles.
+// ends), PCI addresses, the committed JSON schemas, and the parsing of Prometheus
+// textfiles.
 //
-// It imports neither node nor the packages node is built from (p2pdma,
-// pathclass), so that their in-package tests may use it; package
-// internal/testnode builds on it and loads whole machines through package node.
-// It imports pcie, sysfs and internal/fixture, whose in-package tests therefore
-// keep their own helpers.
+// The test support is this directory, in three layers, because Go refuses a test
+// that imports, even indirectly, the package it tests:
+//
+//   - testsupport/roottest imports only hostfs: test trees written to a
+//     directory, packed into a tar or built in memory, and snapshots unpacked
+//     into a root, for the tests of the readers (hostfs, sysfs, procfs,
+//     snapshot);
+//   - this package builds on the readers and internal/fixture, but imports
+//     neither node nor what node is built from (p2pdma, pathclass), so that
+//     their in-package tests may use it;
+//   - testsupport/testnode loads whole machines through package node, for
+//     everything above it.
 //
 // # Golden files
 //
@@ -27,10 +34,7 @@
 package testsupport
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"errors"
 	"flag"
 	"io"
 	"io/fs"
@@ -211,74 +215,6 @@ func MetricsFile(tb testing.TB, path string) map[string]*dto.MetricFamily {
 	}
 	defer f.Close()
 	return Metrics(tb, f)
-}
-
-// maxMember bounds one regular file that Unpack writes.
-const maxMember = 64 << 20
-
-// Unpack writes the snapshot archive at path (a gzip'd tar, as p2pcheck snapshot
-// writes) into dir as a root tree: directories; regular files with their
-// permission bits, readable by the owner; symbolic links as they are, for sysfs
-// resolves them inside the root; device nodes as empty regular files with their
-// permission bits, as fixture's NoDeviceNodes writes them. A member whose name
-// leaves dir is skipped; a regular file over 64 MiB fails tb.
-func Unpack(tb testing.TB, path, dir string) {
-	tb.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		tb.Fatalf("%s: %v", path, err)
-	}
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			tb.Fatalf("%s: %v", path, err)
-		}
-		name := filepath.Clean(strings.TrimPrefix(hdr.Name, "./"))
-		if name == "." || !filepath.IsLocal(name) {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		perm := fs.FileMode(hdr.Mode).Perm()
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(p, 0o755)
-		case tar.TypeSymlink:
-			err = os.Symlink(hdr.Linkname, p)
-		case tar.TypeReg:
-			var b []byte
-			if b, err = io.ReadAll(io.LimitReader(tr, maxMember+1)); err == nil && len(b) > maxMember {
-				tb.Fatalf("%s: %s is over %d bytes", path, hdr.Name, maxMember)
-			}
-			if err == nil {
-				err = writeFile(p, b, perm|0o400)
-			}
-		case tar.TypeChar, tar.TypeBlock:
-			err = writeFile(p, nil, perm)
-		}
-		if err != nil {
-			tb.Fatalf("%s: %v", path, err)
-		}
-	}
-}
-
-// writeFile writes b to p with the permission bits perm, whatever the umask.
-func writeFile(p string, b []byte, perm fs.FileMode) error {
-	if err := os.WriteFile(p, b, perm); err != nil {
-		return err
-	}
-	return os.Chmod(p, perm)
 }
 
 // schemaBase is where the schemas of the repository's schema/ directory are

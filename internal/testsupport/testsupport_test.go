@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
 )
 
 // recorder is a testing.TB that keeps what a helper reports; Fatal ends the
@@ -175,7 +177,7 @@ func TestMetrics(t *testing.T) {
 func TestUnpack(t *testing.T) {
 	const h200 = "../../testdata/h200-2gpu-vm/snapshot.tar.gz"
 	root := t.TempDir()
-	Unpack(t, h200, root)
+	roottest.Unpack(t, h200, root)
 	if got, want := len(Topology(t, OpenRoot(t, root)).Devices), len(Topology(t, OpenSnapshot(t, h200)).Devices); got != want || want == 0 {
 		t.Errorf("unpacked: %d functions, the snapshot %d", got, want)
 	}
@@ -205,7 +207,7 @@ func TestUnpack(t *testing.T) {
 	}
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "root")
-	Unpack(t, archive, dir)
+	roottest.Unpack(t, archive, dir)
 	var names []string
 	filepath.WalkDir(parent, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

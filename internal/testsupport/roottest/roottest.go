@@ -1,6 +1,7 @@
 // Package roottest builds small test roots for the readers of a Linux root (packages
 // hostfs, sysfs, procfs and snapshot): the same entries written to a directory, packed
-// into a gzip'd tar, or built in memory.
+// into a gzip'd tar, or built in memory; and snapshot archives unpacked into a
+// root. It is the lowest layer of internal/testsupport.
 package roottest
 
 import (
@@ -121,42 +122,70 @@ func WriteTree(t testing.TB, dir string, entries []Entry) {
 	}
 }
 
-// Extract unpacks the trusted test snapshot at path into a new temporary directory.
+// Extract unpacks the snapshot at path into a new temporary directory (see
+// Unpack).
 func Extract(t testing.TB, path string) string {
 	t.Helper()
+	dir := t.TempDir()
+	Unpack(t, path, dir)
+	return dir
+}
+
+// Unpack writes the snapshot archive at path (a gzip'd tar, as p2pcheck snapshot
+// writes) into dir as a root tree: directories; regular files with their
+// permission bits, readable by the owner; symbolic links as they are, for sysfs
+// resolves them inside the root; device nodes as empty regular files with their
+// permission bits, as fixture's NoDeviceNodes writes them. A member whose name
+// leaves dir is skipped; a regular file over 64 MiB fails tb.
+func Unpack(tb testing.TB, path, dir string) {
+	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatalf("%s: %v", path, err)
 	}
 	tr := tar.NewReader(zr)
-	var entries []Entry
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return
 		}
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatalf("%s: %v", path, err)
 		}
-		name := strings.TrimPrefix(hdr.Name, "./")
-		if name == "" {
+		name := filepath.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if name == "." || !filepath.IsLocal(name) {
 			continue
 		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
 		}
-		entries = append(entries, Entry{Name: name, Type: hdr.Typeflag, Data: string(data),
-			Target: hdr.Linkname, Mode: hdr.Mode})
+		perm := fs.FileMode(hdr.Mode).Perm()
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeSymlink:
+			err = os.Symlink(hdr.Linkname, p)
+		case tar.TypeReg:
+			var b []byte
+			if b, err = io.ReadAll(io.LimitReader(tr, maxMember+1)); err == nil && len(b) > maxMember {
+				tb.Fatalf("%s: %s is over %d bytes", path, hdr.Name, maxMember)
+			}
+			if err == nil {
+				err = writeFile(p, b, perm|0o400)
+			}
+		case tar.TypeChar, tar.TypeBlock:
+			err = writeFile(p, nil, perm)
+		}
+		if err != nil {
+			tb.Fatalf("%s: %v", path, err)
+		}
 	}
-	dir := t.TempDir()
-	WriteTree(t, dir, entries)
-	return dir
 }
 
 // Mem builds entries, in order, into a root held in memory with
@@ -196,4 +225,15 @@ func Both(t testing.TB, entries []Entry) (dir, mem hostfs.Root) {
 	}
 	t.Cleanup(func() { r.Close() })
 	return r, Mem(t, entries)
+}
+
+// maxMember bounds one regular file that Unpack writes.
+const maxMember = 64 << 20
+
+// writeFile writes b to p with the permission bits perm, whatever the umask.
+func writeFile(p string, b []byte, perm fs.FileMode) error {
+	if err := os.WriteFile(p, b, perm); err != nil {
+		return err
+	}
+	return os.Chmod(p, perm)
 }
