@@ -167,6 +167,18 @@ func (c *capture) link(name string) {
 	c.add(name, &member{typ: tar.TypeSymlink, perm: 0o777, target: target})
 }
 
+// listDir lists the directory name and records it, or records why it could
+// not and returns false.
+func (c *capture) listDir(name string) ([]hostfs.DirEntry, bool) {
+	ents, err := c.src.ReadDir(name)
+	if err != nil {
+		c.skip(hostfs.PathError("readdir", name, err))
+		return nil, false
+	}
+	c.dir(name)
+	return ents, true
+}
+
 // dir records the directory name itself.
 func (c *capture) dir(name string) {
 	if c.members[name] == nil {
@@ -175,17 +187,16 @@ func (c *capture) dir(name string) {
 }
 
 func (c *capture) pciFunctions() {
-	ents, err := c.src.ReadDir(busPCIDevices)
-	if err != nil {
-		c.skip(hostfs.PathError("readdir", busPCIDevices, err))
+	ents, ok := c.listDir(busPCIDevices)
+	if !ok {
 		return
 	}
-	c.dir(busPCIDevices)
 	for _, e := range ents {
 		link := join(busPCIDevices, e.Name)
 		dir := link
 		if e.Type&fs.ModeSymlink != 0 {
 			c.link(link)
+			var err error
 			if dir, err = c.src.LinkTarget(link); err != nil {
 				c.skip(err)
 				continue
@@ -205,12 +216,10 @@ func (c *capture) deviceDir(dir string) {
 		return
 	}
 	c.seen[dir] = true
-	ents, err := c.src.ReadDir(dir)
-	if err != nil {
-		c.skip(hostfs.PathError("readdir", dir, err))
+	ents, ok := c.listDir(dir)
+	if !ok {
 		return
 	}
-	c.dir(dir)
 	for _, e := range ents {
 		name := join(dir, e.Name)
 		switch {
@@ -303,12 +312,10 @@ func (c *capture) p2pmem(dir string) {
 
 // childNames records the entries of dir as empty directories.
 func (c *capture) childNames(dir string) {
-	ents, err := c.src.ReadDir(dir)
-	if err != nil {
-		c.skip(hostfs.PathError("readdir", dir, err))
+	ents, ok := c.listDir(dir)
+	if !ok {
 		return
 	}
-	c.dir(dir)
 	for _, e := range ents {
 		c.dir(join(dir, e.Name))
 	}

@@ -103,7 +103,7 @@ func TestPCIRecordsSameOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := NewFS(extract(t, h200Snapshot))
+	dir, err := openDirFS(extract(t, h200Snapshot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestPCIRecordsUnprivilegedConfig(t *testing.T) {
 	if err := os.WriteFile(cfg, b[:64], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := NewFS(root)
+	fsys, err := openDirFS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestPCIRecordsUnprivilegedConfig(t *testing.T) {
 }
 
 func TestPCIRecordsNoSysfs(t *testing.T) {
-	fsys, err := NewFS(t.TempDir())
+	fsys, err := openDirFS(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestSyntheticTree(t *testing.T) {
 func BenchmarkPCIRecords(b *testing.B) {
 	dir := b.TempDir()
 	writeTree(b, dir, syntheticTree(1000))
-	fsys, err := NewFS(dir)
+	fsys, err := openDirFS(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func BenchmarkPCIRecordsLarge(b *testing.B) {
 	if err := fixture.Large(960).NoDeviceNodes().Write(dir); err != nil {
 		b.Fatal(err)
 	}
-	fsys, err := NewFS(dir)
+	fsys, err := openDirFS(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -464,7 +464,7 @@ func machineFS(t *testing.T, m *fixture.Machine) map[string]FS {
 	if err := m.WriteSnapshot(&snap); err != nil {
 		t.Fatal(err)
 	}
-	dirFS, err := NewFS(dir)
+	dirFS, err := openDirFS(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,8 @@
 // peer-memory clients of /sys/kernel/mm/memory_peers. Package procfs reads /proc
 // beneath the same root, and package snapshot loads and writes roots held in memory.
 //
-// An [FS] is made with [New] from a root, or with [NewFS] from a directory that
-// stands for "/". Every reader method takes the same code path on a directory and on
+// An [FS] is made with [New] from a root: [hostfs.Open] of a directory that stands
+// for "/", or a snapshot. Every reader method takes the same code path on a directory and on
 // a snapshot. A sysfs attribute is read with one bounded read; reading is split from
 // parsing: methods of FS read, unexported parseX functions parse bytes and are tested
 // and fuzzed on their own.

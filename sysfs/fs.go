@@ -25,24 +25,14 @@ const (
 // /sys/bus/pci/devices: there is nothing to evaluate.
 var ErrNoSysfs = errors.New("sysfs: no PCI functions to read")
 
-// FS reads /sys beneath a [hostfs.Root]. Create one with [NewFS] or [New]; the zero
-// FS is not usable. An FS may be used from several goroutines at once.
+// FS reads /sys beneath a [hostfs.Root]. Create one with [New]; the zero FS is not
+// usable. An FS may be used from several goroutines at once.
 type FS struct {
 	r hostfs.Root
 }
 
 // New returns an FS reading the /sys of root.
 func New(root hostfs.Root) FS { return FS{r: root} }
-
-// NewFS returns an FS reading the /sys of the directory dir, which stands for "/"
-// ([hostfs.Open]). Call Close when done with it.
-func NewFS(dir string) (FS, error) {
-	r, err := hostfs.Open(dir)
-	if err != nil {
-		return FS{}, err
-	}
-	return FS{r: r}, nil
-}
 
 // Close releases the root; see [hostfs.Root.Close].
 func (fsys FS) Close() error { return fsys.r.Close() }

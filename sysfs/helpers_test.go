@@ -3,6 +3,7 @@ package sysfs
 import (
 	"testing"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
 	"github.com/p2pkit/p2pkit/snapshot"
 )
@@ -36,4 +37,13 @@ func openSnapshot(t testing.TB, path string) FS {
 		t.Fatal(err)
 	}
 	return New(r)
+}
+
+// openDir returns an FS reading the /sys of the directory dir.
+func openDirFS(dir string) (FS, error) {
+	r, err := hostfs.Open(dir)
+	if err != nil {
+		return FS{}, err
+	}
+	return New(r), nil
 }
