@@ -74,18 +74,25 @@ func query(lib nvml.Interface, sc scope) (*Facts, error) {
 		return nil, fmt.Errorf("gpu: nvmlDeviceGetCount: %w", ret)
 	}
 	f := &Facts{GPUs: make([]GPU, n), Pairs: []Pair{}}
+	// The handle of every GPU; nil where NVML gave none (the GPU says why).
+	devs := make([]nvml.Device, n)
+	for i := range n {
+		g := &f.GPUs[i]
+		g.Index = i
+		d, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			unknown(&g.Unknown, "handle", ret)
+			continue
+		}
+		devs[i] = d
+	}
 	if sc == scopeLinks {
-		for i := range n {
-			g := &f.GPUs[i]
-			g.Index = i
-			d, ret := lib.DeviceGetHandleByIndex(i)
-			if ret != nvml.SUCCESS {
-				unknown(&g.Unknown, "handle", ret)
-				continue
+		for i, d := range devs {
+			if d != nil {
+				deviceName(d, &f.GPUs[i])
+				pciAddress(d, &f.GPUs[i])
+				nvlinks(d, &f.GPUs[i])
 			}
-			deviceName(d, g)
-			pciAddress(d, g)
-			nvlinks(d, g)
 		}
 		return f, nil
 	}
@@ -107,18 +114,6 @@ func query(lib nvml.Interface, sc scope) (*Facts, error) {
 		f.ConfCompute = &ConfCompute{Supported: false}
 	default:
 		unknown(&f.Unknown, "conf_compute", ret)
-	}
-
-	devs := make([]nvml.Device, n)
-	for i := range n {
-		g := &f.GPUs[i]
-		g.Index = i
-		d, ret := lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			unknown(&g.Unknown, "handle", ret)
-			continue
-		}
-		devs[i] = d
 	}
 
 	// NVML is thread-safe and each query is a round trip into the driver, so the
