@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/testsupport/testnode"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testsupport/testnode"
 	"github.com/p2pkit/p2pkit/node"
 )
 

@@ -16,8 +16,6 @@ var (
 	file      = roottest.File
 	symlink   = roottest.Symlink
 	directory = roottest.Dir
-	charDev   = roottest.CharDev
-	tarGz     = roottest.TarGz
 	writeTree = roottest.WriteTree
 	extract   = roottest.Extract
 )

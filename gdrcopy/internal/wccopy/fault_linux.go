@@ -8,8 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The handlers faultHandler hands other faults to (wccopy_GOARCH.s reads
-// them), set before it is installed and never changed after.
+// The handlers faultHandler hands other faults to (fault_linux_GOARCH.s
+// reads them), set before it is installed and never changed after.
+//
+//lint:ignore U1000 read by faultHandler only
 var prevSIGSEGV, prevSIGBUS uintptr
 
 // kernelSigaction is struct sigaction as the rt_sigaction system call takes
@@ -26,7 +28,10 @@ type kernelSigaction struct {
 // handler takes siginfo and ucontext, which faultHandler reads.
 const saSiginfo = 0x4
 
-// faultHandler is the SIGSEGV and SIGBUS handler in wccopy_GOARCH.s.
+// faultHandler is the SIGSEGV and SIGBUS handler in fault_linux_GOARCH.s;
+// faultHandlerPC gives its address to the kernel.
+//
+//lint:ignore U1000 entered by the kernel only
 func faultHandler()
 
 // faultHandlerPC returns faultHandler's entry address.
