@@ -25,8 +25,8 @@ of each test are split into 100 groups; it prints the median and the minimum
 of the groups' mean times. The time is that of the CPU stores: the data may
 not yet be visible to the GPU when the call returns. Beside each mapping test
 it measures the copy kernel alone (the same stores and fences without the
-API's checks and fault guard, see Mapping.Kernels), so the difference is what
-the API adds.
+API's state and bounds checks and fault handling, see Mapping.Kernels), so
+the difference is what the API adds.
 
 -c adds cuMemcpyHtoD and cuMemcpyDtoH from page-locked host memory, the
 cudaMemcpy baseline. When gdrdrv is not usable copylat still measures that
