@@ -143,6 +143,14 @@ func NewTopology(recs []Record) *Topology {
 			t.fail(d.Address, errors.New("names itself as its physical function"))
 			continue
 		}
+		if pf.PhysFn != nil {
+			// A PF is never a VF: the kernel links VFs only to a function with
+			// the SR-IOV capability (drivers/pci/iov.c pci_iov_add_virtfn sets
+			// virtfn->physfn to the PF), and a VF has none. A chain or a loop
+			// of physfn links is a corrupt or hostile tree.
+			t.fail(d.Address, fmt.Errorf("physical function %s is itself a virtual function", d.PhysFn))
+			continue
+		}
 		d.PF = pf
 		pf.VFs = append(pf.VFs, d)
 	}

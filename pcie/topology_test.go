@@ -353,6 +353,46 @@ func TestNewTopologyCycle(t *testing.T) {
 	}
 }
 
+// TestNewTopologyPFChain: physfn links that chain or loop (a hostile tree; the
+// kernel links VFs to a PF only) are refused, so that walks through a VF's PF
+// (Link, Upstream) end.
+func TestNewTopologyPFChain(t *testing.T) {
+	vf := func(p, pf string) Record {
+		r := rec(p, 0x020000, nil)
+		a := mustAddr(t, pf)
+		r.PhysFn = &a
+		return r
+	}
+	top := NewTopology([]Record{
+		rec("pci0000:00/0000:00:01.0", 0x020000, nil),
+		vf("pci0000:00/0000:00:01.1", "0000:00:01.0"), // a VF of a PF
+		vf("pci0000:00/0000:00:01.2", "0000:00:01.1"), // a VF of that VF
+		vf("pci0000:00/0000:00:02.0", "0000:00:03.0"), // two VFs of each other
+		vf("pci0000:00/0000:00:03.0", "0000:00:02.0"),
+	})
+	var msgs []string
+	for _, err := range top.Errors {
+		msgs = append(msgs, err.Error())
+	}
+	want := []string{
+		"pcie: 0000:00:01.2: physical function 0000:00:01.1 is itself a virtual function",
+		"pcie: 0000:00:02.0: physical function 0000:00:03.0 is itself a virtual function",
+		"pcie: 0000:00:03.0: physical function 0000:00:02.0 is itself a virtual function",
+	}
+	if diff := cmp.Diff(want, msgs); diff != "" {
+		t.Errorf("Errors (-want +got):\n%s", diff)
+	}
+	if got := addrs(dev(t, top, "0000:00:01.1").PF); got[0] != "0000:00:01.0" {
+		t.Errorf("VF of a PF: PF %v", got)
+	}
+	for _, d := range top.Devices {
+		d.Link() // must end
+		if d.PF != nil && d.PF.PF != nil {
+			t.Errorf("%s: PF %s has a PF itself", d.Address, d.PF.Address)
+		}
+	}
+}
+
 func TestCommonUpstream(t *testing.T) {
 	top := NewTopology(fixtureRecords())
 	tests := []struct {
