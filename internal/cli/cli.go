@@ -6,6 +6,7 @@ package cli
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -66,4 +67,15 @@ func Execute(cmd *cobra.Command, args []string, stderr io.Writer, codes Codes) (
 	fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
 	return codes.Usage
+}
+
+// ToolExit is the exit code of a developer tool (flag package, no cobra) whose
+// run returned err: 0 for none or for -h (flag.ErrHelp, the usage is already
+// printed), else 2 after printing err to stderr prefixed with name.
+func ToolExit(name string, err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	return 2
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -60,5 +61,23 @@ func TestExitErrorText(t *testing.T) {
 	inner := errors.New("x")
 	if err := Exit(1, inner); !errors.Is(err, inner) || err.Error() != "x" {
 		t.Errorf("Exit(1, x) = %q, Is(x) %v", err, errors.Is(err, inner))
+	}
+}
+
+func TestToolExit(t *testing.T) {
+	for _, tt := range []struct {
+		err    error
+		code   int
+		stderr string
+	}{
+		{nil, 0, ""},
+		{flag.ErrHelp, 0, ""},
+		{fmt.Errorf("parse: %w", flag.ErrHelp), 0, ""},
+		{errors.New("want -o DIR"), 2, "tool: want -o DIR\n"},
+	} {
+		var stderr bytes.Buffer
+		if code := ToolExit("tool", tt.err, &stderr); code != tt.code || stderr.String() != tt.stderr {
+			t.Errorf("ToolExit(%v) = %d, %q; want %d, %q", tt.err, code, stderr.String(), tt.code, tt.stderr)
+		}
 	}
 }
