@@ -214,3 +214,20 @@ func TestPathError(t *testing.T) {
 		}
 	}
 }
+
+func TestFileKind(t *testing.T) {
+	for m, want := range map[fs.FileMode]string{
+		0o644:                  "a regular file",
+		fs.ModeDir | 0o755:     "a directory",
+		fs.ModeSymlink | 0o777: "a symbolic link",
+		fs.ModeDevice | fs.ModeCharDevice | 0o666: "a character device",
+		fs.ModeDevice | 0o660:                     "a block device",
+		fs.ModeNamedPipe | 0o600:                  "a named pipe",
+		fs.ModeSocket | 0o700:                     "a socket",
+		fs.ModeIrregular:                          "mode ?---------",
+	} {
+		if got := hostfs.FileKind(m); got != want {
+			t.Errorf("FileKind(%v) = %q, want %q", m, got, want)
+		}
+	}
+}

@@ -86,22 +86,30 @@ func notRegular(m fs.FileMode) error {
 	if m.IsDir() {
 		return errIsDir
 	}
-	return fmt.Errorf("%w (%s)", ErrNotFile, typeName(m))
+	return fmt.Errorf("%w (%s)", ErrNotFile, FileKind(m))
 }
 
-// typeName names the type of a file that is not regular.
-func typeName(m fs.FileMode) string {
+// FileKind names the type of a file of mode m for a message: "a regular file",
+// "a directory", "a symbolic link", "a character device", "a block device", "a
+// named pipe", "a socket", or its mode string for anything else.
+func FileKind(m fs.FileMode) string {
 	switch {
+	case m.IsRegular():
+		return "a regular file"
 	case m&fs.ModeCharDevice != 0:
-		return "character device"
+		return "a character device"
 	case m&fs.ModeDevice != 0:
-		return "block device"
+		return "a block device"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
+		return "a named pipe"
 	case m&fs.ModeSocket != 0:
-		return "socket"
+		return "a socket"
 	}
-	return "type " + m.Type().String()
+	return "mode " + m.String()
 }
 
 func (t dirTree) readAll(name string, limit int) ([]byte, error) {

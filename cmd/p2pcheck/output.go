@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/p2pkit/p2pkit/hostfs"
 )
 
 // tempMarker is in the name of every temporary file writeFileAtomic makes:
@@ -42,7 +44,7 @@ var errNotRegular = errors.New("exists and is not a regular file")
 func writeFileAtomic(name string, force bool, write func(*os.File) error) (err error) {
 	switch fi, err := os.Lstat(name); {
 	case err == nil && !fi.Mode().IsRegular():
-		return fmt.Errorf("writing %s: %w (%s)", name, errNotRegular, fileKind(fi.Mode()))
+		return fmt.Errorf("writing %s: %w (%s)", name, errNotRegular, hostfs.FileKind(fi.Mode()))
 	case err == nil && !force:
 		return usageError("%s exists (use --force to replace it)", name)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
@@ -115,23 +117,4 @@ func removeStaleTemps(dir, base string) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
-}
-
-// fileKind names a file type for an error message.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "mode " + m.String()
 }
