@@ -9,6 +9,7 @@
 package kversion
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -88,23 +89,7 @@ func (v Version) Series() Version { return Version{Major: v.Major, Minor: v.Mino
 // Compare returns -1, 0 or +1 as v is older than, the same as, or newer than w,
 // comparing major, minor and patch numbers; Release is not compared.
 func (v Version) Compare(w Version) int {
-	switch {
-	case v.Major != w.Major:
-		return cmpInt(v.Major, w.Major)
-	case v.Minor != w.Minor:
-		return cmpInt(v.Minor, w.Minor)
-	}
-	return cmpInt(v.Patch, w.Patch)
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(v.Major, w.Major), cmp.Compare(v.Minor, w.Minor), cmp.Compare(v.Patch, w.Patch))
 }
 
 // AtLeast reports whether v is release series major.minor or newer.
