@@ -110,7 +110,7 @@ func (m *Mapping) Type() MappingType { return m.typ }
 // known to be freed, with [ErrInvalidated]; after a fault on the mapping in
 // persistent mode, with [ErrFault].
 func (m *Mapping) CopyToDevice(off int, src []byte) error {
-	if !m.fast || m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(src) > len(m.mem)-off {
+	if !m.fast || !m.usable(off, len(src)) {
 		return m.guardedCopy("copy to device", off, src, true)
 	}
 	if _, addr := wccopy.TryToDevice(m.mem[off:], src); addr != 0 {
@@ -123,7 +123,7 @@ func (m *Mapping) CopyToDevice(off int, src []byte) error {
 // Nothing is copied unless the whole range lies within the mapping. It fails
 // as CopyToDevice does.
 func (m *Mapping) CopyFromDevice(dst []byte, off int) error {
-	if !m.fast || m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(dst) > len(m.mem)-off {
+	if !m.fast || !m.usable(off, len(dst)) {
 		return m.guardedCopy("copy from device", off, dst, false)
 	}
 	if _, addr := wccopy.TryFromDevice(dst, m.mem[off:]); addr != 0 {
@@ -136,7 +136,7 @@ func (m *Mapping) CopyFromDevice(dst []byte, off int) error {
 // the guard, or the copy is refused: it checks the state and range, and
 // copies buf to or from the mapping at off under the fault guard.
 func (m *Mapping) guardedCopy(op string, off int, buf []byte, toDevice bool) (err error) {
-	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(buf) > len(m.mem)-off {
+	if !m.usable(off, len(buf)) {
 		return m.refuse(op, off, len(buf))
 	}
 	if len(buf) == 0 {
@@ -387,6 +387,12 @@ func (m *Mapping) refuse(op string, off, n int) error {
 		return fmt.Errorf("%w: %s %#x+%d: an earlier access faulted", ErrFault, op, m.b.addr, m.b.size)
 	}
 	return fmt.Errorf("gdrcopy: %s: [%d, +%d) is outside the mapping of %d bytes", op, off, n, len(m.mem))
+}
+
+// usable reports whether the mapping takes accesses (no state bit set) and
+// [off, off+n) lies within it; refuse says why not.
+func (m *Mapping) usable(off, n int) bool {
+	return m.s.flags.Load() == 0 && uint(off) <= uint(len(m.mem)) && n <= len(m.mem)-off
 }
 
 // contains reports whether addr lies in the mapped memory.

@@ -95,7 +95,7 @@ func (m *Mapping) guardedWord(op string, access func()) (err error) {
 // word returns the address of the size-byte word at off, or false if the
 // mapping is not usable, the word is not within it or not aligned.
 func (m *Mapping) word(off, size int) (unsafe.Pointer, bool) {
-	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(m.mem)-off < size {
+	if !m.usable(off, size) {
 		return nil, false
 	}
 	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.mem)), off)
@@ -104,7 +104,7 @@ func (m *Mapping) word(off, size int) (unsafe.Pointer, bool) {
 
 // refuseWord explains why word refused.
 func (m *Mapping) refuseWord(op string, off, size int) error {
-	if m.s.flags.Load() != 0 || uint(off) > uint(len(m.mem)) || len(m.mem)-off < size {
+	if !m.usable(off, size) {
 		return m.refuse(op, off, size)
 	}
 	return fmt.Errorf("gdrcopy: %s at %d: the word is not %d-byte aligned", op, off, size)
