@@ -313,7 +313,7 @@ func hostEnv(t *testing.T) *env {
 		oracle                bool
 	}{
 		{KernelDebian, "P2PKIT_DEBIAN_KERNEL", DebianKernelPath(cache), "run scripts/fetch-kernel.sh", false},
-		{KernelOracle, "P2PKIT_ORACLE_KERNEL", OracleKernelPath(e.moduleRoot), "see ../shared/kernel/README.md", true},
+		{KernelOracle, "P2PKIT_ORACLE_KERNEL", OracleKernelPath(e.moduleRoot), "the P2PDMA test kernel: see README.md, \"The kernel-in-the-loop tier\"", true},
 	} {
 		p := cmp.Or(os.Getenv(k.env), k.path)
 		if _, err := os.Stat(p); err != nil {
