@@ -54,13 +54,7 @@ func TopoDot(w io.Writer, t *pcie.Topology, plat p2pdma.Platform) error {
 		g.children(dotID(hb.Name), hb.Devices)
 	}
 	// As in TopoText, the functions no host bridge reaches hang below one node.
-	var unattached []*pcie.Device
-	for _, d := range t.Devices {
-		if !g.drawn[d] && (d.Parent == nil || !reaches(d, g.drawn)) {
-			unattached = append(unattached, d)
-		}
-	}
-	if len(unattached) > 0 {
+	if unattached := unattached(t, g.drawn); len(unattached) > 0 {
 		p.line(`  "unattached" [shape=box, style=dashed, label="unattached: no host bridge reaches them"];`)
 		g.children(`"unattached"`, unattached)
 	}
