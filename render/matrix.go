@@ -103,7 +103,7 @@ func pairClasses(pairs map[string]int) []string {
 	slices.SortFunc(out, func(a, b string) int {
 		ra, _ := pathclass.Parse(a)
 		rb, _ := pathclass.Parse(b)
-		rank := func(r pathclass.Result) int { return (int(r.Class)+7)%8 } // Unknown (0) last
+		rank := func(r pathclass.Result) int { return (int(r.Class) + 7) % 8 } // Unknown (0) last
 		return cmp.Or(cmp.Compare(rank(ra), rank(rb)), cmp.Compare(rb.NVLinks, ra.NVLinks))
 	})
 	return out
