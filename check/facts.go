@@ -244,7 +244,7 @@ func (f *Facts) verdict(p pair) p2pdma.Verdict {
 	if f.gaps {
 		// A verdict whose walk crosses a function of unknown parent is unknown, as
 		// pair and pairs say it.
-		v = p2pdma.CheckComplete(v, p.a, p.b)
+		v = f.calc.CheckComplete(v, p.a, p.b)
 	}
 	return v
 }

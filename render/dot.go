@@ -34,8 +34,9 @@ func TopoDot(w io.Writer, t *pcie.Topology, plat p2pdma.Platform) error {
 			worst[d] = m
 		}
 	}
-	for e, v := range p2pdma.NewCalculator(t, plat).AllEnds(devs) {
-		v = p2pdma.CheckComplete(v, e.Provider, e.Client)
+	calc := p2pdma.NewCalculator(t, plat)
+	for e, v := range calc.AllEnds(devs) {
+		v = calc.CheckComplete(v, e.Provider, e.Client)
 		for _, end := range []*pcie.Device{e.Provider, e.Client} {
 			for x := end; x != nil && (v.Common == nil || x.Address != *v.Common); x = x.Parent {
 				mark(x, v.MapType)

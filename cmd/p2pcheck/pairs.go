@@ -62,7 +62,7 @@ func pairSeq(n *node.Node, devs []*pcie.Device) func(func(render.Pair) bool) {
 	classes := pathclass.NewClasses(n.Topology.Devices)
 	return func(yield func(render.Pair) bool) {
 		for e, v := range calc.AllEnds(devs) {
-			v = p2pdma.CheckComplete(v, e.Provider, e.Client)
+			v = calc.CheckComplete(v, e.Provider, e.Client)
 			if !yield(render.Pair{Verdict: v, PathType: classes.NVSMI(e.Provider, e.Client, 0).String()}) {
 				return
 			}

@@ -10,6 +10,10 @@ type Forest struct {
 	depth []int32
 	// up[k][x] is the 2^k-th ancestor of x, -1 past a root.
 	up [][]int32
+	// topDown holds the nodes by depth, roots first.
+	topDown []int32
+	// cut marks the nodes whose link closed a cycle.
+	cut map[int32]bool
 }
 
 // New builds the forest in which parent[x] is the parent of node x, -1 for a root.
@@ -26,6 +30,25 @@ func New(parent []int32) *Forest {
 		par[x] = p
 	}
 	maxDepth := f.fillDepths(par)
+	f.cut = map[int32]bool{}
+	for x, p := range parent {
+		if p >= 0 && int(p) < n && par[x] < 0 {
+			f.cut[int32(x)] = true
+		}
+	}
+	// Nodes by depth: count each depth, then place.
+	start := make([]int32, maxDepth+2)
+	for _, d := range f.depth {
+		start[d+1]++
+	}
+	for d := 1; d < len(start); d++ {
+		start[d] += start[d-1]
+	}
+	f.topDown = make([]int32, n)
+	for x, d := range f.depth {
+		f.topDown[start[d]] = int32(x)
+		start[d]++
+	}
 	levels := 1
 	for 1<<levels <= maxDepth {
 		levels++
@@ -78,6 +101,13 @@ func (f *Forest) fillDepths(par []int32) int {
 	}
 	return maxDepth
 }
+
+// TopDown returns the nodes in order of depth, roots first, so that every node comes
+// after its parent. The slice is the Forest's own.
+func (f *Forest) TopDown() []int32 { return f.topDown }
+
+// Cut reports whether New cut x's link to its parent because it closed a cycle.
+func (f *Forest) Cut(x int32) bool { return f.cut[x] }
 
 // Len returns the number of nodes.
 func (f *Forest) Len() int { return len(f.depth) }

@@ -99,3 +99,32 @@ func TestForestDeepChain(t *testing.T) {
 		t.Errorf("LCA allocates %v times", allocs)
 	}
 }
+
+// TestForestTopDownCut: TopDown lists every node once, after its parent; Cut marks
+// exactly the links New cut.
+func TestForestTopDownCut(t *testing.T) {
+	// 0 <- 1 <- 2, and 3 <-> 4 a cycle, 5 below 4.
+	f := New([]int32{-1, 0, 1, 4, 3, 4})
+	seen := map[int32]bool{}
+	for _, x := range f.TopDown() {
+		if p := f.Parent(x); p >= 0 && !seen[p] {
+			t.Errorf("node %d comes before its parent %d", x, p)
+		}
+		seen[x] = true
+	}
+	if len(seen) != f.Len() {
+		t.Errorf("TopDown lists %d of %d nodes", len(seen), f.Len())
+	}
+	cuts := 0
+	for x := range int32(f.Len()) {
+		if f.Cut(x) {
+			cuts++
+			if x != 3 && x != 4 {
+				t.Errorf("node %d cut", x)
+			}
+		}
+	}
+	if cuts != 1 {
+		t.Errorf("%d links cut, want one of the cycle's", cuts)
+	}
+}
