@@ -44,34 +44,23 @@ func NewClasses(devs []*pcie.Device) *Classes {
 		}
 	}
 	c.tree = forest.New(parent)
-	// Parents first: a node's depth is one more than its parent's.
-	var byDepth [][]int32
-	for x := range devs {
-		d := c.tree.Depth(int32(x))
-		for len(byDepth) <= d {
-			byDepth = append(byDepth, nil)
-		}
-		byDepth[d] = append(byDepth[d], int32(x))
-	}
 	c.kept = make([]int32, len(devs))
 	c.nearestKept = make([]int32, len(devs))
 	absorbed := make([]bool, len(devs))
-	for _, level := range byDepth {
-		for _, x := range level {
-			p := c.tree.Parent(x)
-			if p < 0 {
-				c.kept[x], c.nearestKept[x] = 1, x
-				continue
-			}
-			// As in ncclChain: a sub-switch is merged into the switch above it
-			// unless that switch was merged itself.
-			g := bcmGen(devs[x], 1)
-			absorbed[x] = !absorbed[p] && g != 0 && bcmGen(devs[p], 0) == g
-			if absorbed[x] {
-				c.kept[x], c.nearestKept[x] = c.kept[p], c.nearestKept[p]
-			} else {
-				c.kept[x], c.nearestKept[x] = c.kept[p]+1, x
-			}
+	for _, x := range c.tree.TopDown() { // parents first
+		p := c.tree.Parent(x)
+		if p < 0 {
+			c.kept[x], c.nearestKept[x] = 1, x
+			continue
+		}
+		// As in ncclChain: a sub-switch is merged into the switch above it unless
+		// that switch was merged itself.
+		g := bcmGen(devs[x], 1)
+		absorbed[x] = !absorbed[p] && g != 0 && bcmGen(devs[p], 0) == g
+		if absorbed[x] {
+			c.kept[x], c.nearestKept[x] = c.kept[p], c.nearestKept[p]
+		} else {
+			c.kept[x], c.nearestKept[x] = c.kept[p]+1, x
 		}
 	}
 	return c
