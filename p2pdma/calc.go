@@ -420,7 +420,20 @@ func (c *Calculator) Calc(provider, client *pcie.Device) Verdict {
 		v.Unknowns = []UnknownFact{{Kind: NotInTopology}}
 		return v
 	}
-	return c.calc(pi, ci)
+	return c.calc(pi, ci, true)
+}
+
+// Brief is Calc, less the whole list of unread ACS: Unknowns holds only the first
+// function on the path whose ACS was not read (there may be one per bridge of the
+// path), so that a caller judging many pairs by their verdicts' kinds does no work
+// in the length of the path. Every other field is Calc's.
+func (c *Calculator) Brief(provider, client *pcie.Device) Verdict {
+	pi, okP := c.index[provider]
+	ci, okC := c.index[client]
+	if !okP || !okC {
+		return c.Calc(provider, client)
+	}
+	return c.calc(pi, ci, false)
 }
 
 // All yields the verdict of every ordered pair of distinct functions of devices,
@@ -444,7 +457,7 @@ func (c *Calculator) All(devices []*pcie.Device) iter.Seq[Verdict] {
 				if idx[i] < 0 || idx[j] < 0 {
 					v = c.Calc(p, q)
 				} else {
-					v = c.calc(idx[i], idx[j])
+					v = c.calc(idx[i], idx[j], true)
 				}
 				if !yield(v) {
 					return
@@ -455,8 +468,9 @@ func (c *Calculator) All(devices []*pcie.Device) iter.Seq[Verdict] {
 }
 
 // calc mirrors calc_map_type_and_dist() in drivers/pci/p2pdma.c (identical from 5.9
-// through the newest PCI tree examined).
-func (c *Calculator) calc(pi, ci int32) Verdict {
+// through the newest PCI tree examined); full lists every function of the path whose
+// ACS was not read, else only the first (see Brief).
+func (c *Calculator) calc(pi, ci int32, full bool) Verdict {
 	p, q := &c.devs[pi], &c.devs[ci]
 	v := Verdict{Provider: p.addr, Client: q.addr, ACSRedirect: noRedirect}
 	if k := c.plat.Kernel; !k.IsZero() && k.Compare(kernelFirstP2PDMA) < 0 {
@@ -472,7 +486,7 @@ func (c *Calculator) calc(pi, ci int32) Verdict {
 	if top := c.tree.LCA(pi, ci); top >= 0 {
 		da, db := c.tree.Depth(pi)-c.tree.Depth(top), c.tree.Depth(ci)-c.tree.Depth(top)
 		if da < maxChain && db < maxChain {
-			return c.impossible(c.common(v, pi, ci, top, da, db), pi, ci, top)
+			return c.impossible(c.common(v, pi, ci, top, da, db, full), pi, ci, top)
 		}
 	}
 	// No common upstream bridge: the distance is both chains' lengths, and ACS hits
@@ -519,7 +533,7 @@ func (c *Calculator) impossible(v Verdict, pi, ci, top int32) Verdict {
 // steps above the provider pi and the client ci: the provider's chain up to and
 // including top and the client's chain below it are checked for ACS redirect, in
 // that order.
-func (c *Calculator) common(v Verdict, pi, ci, top int32, da, db int) Verdict {
+func (c *Calculator) common(v Verdict, pi, ci, top int32, da, db int, full bool) Verdict {
 	p, q, t := &c.devs[pi], &c.devs[ci], &c.devs[top]
 	v.Distance = da + db
 	v.Common = &t.addr
@@ -543,10 +557,13 @@ func (c *Calculator) common(v Verdict, pi, ci, top int32, da, db int) Verdict {
 	}
 	firstUnread := int32(-1)
 	if unread > 0 {
+		if !full {
+			unread = 1
+		}
 		v.Unknowns = make([]UnknownFact, 0, unread)
 		// The provider's side up to top, then the client's below it.
 		for _, side := range [2]struct{ from, above int32 }{{pi, c.next(top)}, {ci, top}} {
-			for x := c.devs[side.from].nearMaybe; c.below(x, side.above); x = c.nextMaybe(x) {
+			for x := c.devs[side.from].nearMaybe; c.below(x, side.above) && len(v.Unknowns) < int(unread); x = c.nextMaybe(x) {
 				if firstUnread < 0 {
 					firstUnread = x
 				}
@@ -650,4 +667,84 @@ func (c *Calculator) redirected(pi, ci, top int32) *redirectEntry {
 	}
 	c.mu.Unlock()
 	return e
+}
+
+// Twins partitions devices, distinct functions of the Calculator's topology, into
+// classes of functions that every verdict treats alike, so that a caller counting
+// the verdicts of many pairs (the report) can judge one pair per two classes instead
+// of every pair. It returns each device's class, numbered from 0 in order of first
+// appearance.
+//
+// Two functions are twins when neither has one of devices below it, both have the
+// same host bridge, the same ACS state (not set, or not read), the same link state
+// (pcie.Device.PathIncomplete, BelowEndpoint) and below maxChain bridges, and their
+// chains meet at the same function above them, climbing through bridges that have
+// none of devices but them below, no ACS redirect set or unread, and links that are
+// known and possible. For twins x and y and any other function z of devices, the
+// verdicts of (x, z) and (y, z), both ways, and of (x, y) and (y, x) agree in map
+// type, in ACSRedirect and Fix and in the kinds of their unknowns; Distance, Reason
+// and the functions unknowns name may differ. A function with ACS redirect set is
+// a class of its own, since the verdicts name it.
+func (c *Calculator) Twins(devices []*pcie.Device) []int32 {
+	idx := make([]int32, len(devices))
+	below := make([]int32, len(c.devs)) // functions of devices at or below each function
+	for i, d := range devices {
+		x, ok := c.index[d]
+		if !ok {
+			x = -1
+		}
+		idx[i] = x
+	}
+	for _, x := range idx {
+		if x >= 0 {
+			below[x]++
+		}
+	}
+	td := c.tree.TopDown()
+	for i := len(td) - 1; i >= 0; i-- {
+		if x := td[i]; below[x] > 0 {
+			if p := c.tree.Parent(x); p >= 0 {
+				below[p] += below[x]
+			}
+		}
+	}
+	type key struct {
+		meet      int32 // where the chain leaves the bridges above it alone, -1 at its end
+		hb        int32
+		redir     tri
+		gap, bad  bool
+		singleton int32 // the function itself, for a class of its own; -1 otherwise
+	}
+	classes := map[key]int32{}
+	out := make([]int32, len(devices))
+	for i, x := range idx {
+		k := key{meet: -1, singleton: -1}
+		if x < 0 || below[x] > 1 || c.devs[x].redir == yes || c.devs[x].loop {
+			k.singleton = int32(i)
+		} else {
+			d := &c.devs[x]
+			k.hb, k.redir = d.hb, d.redir
+			owner := c.linkOwner(x)
+			k.gap, k.bad = owner.PathIncomplete, owner.BelowEndpoint
+			k.meet = c.next(x)
+			for k.meet >= 0 && below[k.meet] == 1 && c.transparent(k.meet) {
+				k.meet = c.next(k.meet)
+			}
+		}
+		id, ok := classes[k]
+		if !ok {
+			id = int32(len(classes))
+			classes[k] = id
+		}
+		out[i] = id
+	}
+	return out
+}
+
+// transparent reports whether a verdict whose walk passes x leaves it out: no ACS
+// redirect set or unread at x, and x's link to the next function known and possible.
+func (c *Calculator) transparent(x int32) bool {
+	d := &c.devs[x]
+	owner := c.linkOwner(x)
+	return d.redir == no && !d.loop && !owner.PathIncomplete && !owner.BelowEndpoint
 }
