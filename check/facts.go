@@ -169,10 +169,16 @@ type Facts struct {
 	roles   []role         // roleOf(devices[i])
 	perRole [numRoles]int  // devices of each role
 
-	scanOnce sync.Once
-	scanned  *pairScan // see Facts.scan
-	pathOnce sync.Once
-	onPaths  *pathSets // see Facts.paths
+	// verdicts counts the verdicts computed, for the tests of what judging the
+	// pairs costs.
+	verdicts int
+
+	classOnce sync.Once
+	classes   []*pairClass // see Facts.pairClasses
+	scanOnce  sync.Once
+	scanned   *pairScan // see Facts.scan
+	pathOnce  sync.Once
+	onPaths   *pathSets // see Facts.paths
 }
 
 // NewFacts combines a loaded node with the inputs gathered beside it. It reads
@@ -238,9 +244,12 @@ func (f *Facts) filter(keep func(*pcie.Device) bool) []*pcie.Device {
 	return out
 }
 
-// verdict is the kernel's P2PDMA verdict with a as provider and b as client.
+// verdict is the kernel's P2PDMA verdict with a as provider and b as client, as
+// p2pdma.Calculator.Brief gives it: the checks judge its kinds of unknowns, never
+// the whole list.
 func (f *Facts) verdict(p pair) p2pdma.Verdict {
-	v := f.calc.Calc(p.a, p.b)
+	f.verdicts++
+	v := f.calc.Brief(p.a, p.b)
 	if f.gaps {
 		// A verdict whose walk crosses a function of unknown parent is unknown, as
 		// pair and pairs say it.
