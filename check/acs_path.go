@@ -41,22 +41,22 @@ func (s *acsScan) count(cp classPair, v *p2pdma.Verdict) {
 			}
 			b.n += cp.n
 		}
-		s.redirectFirst = firstOf(s.redirectFirst, cp.first)
+		s.redirectFirst = firstOf(s.redirectFirst, cp.first.blocks(), cp.first)
 	}
 	if s.makes(v) {
 		s.unknown += cp.n
 		s.lines.count("", true, cp.n)
-		s.unknownFirst = firstOf(s.unknownFirst, cp.first)
+		s.unknownFirst = firstOf(s.unknownFirst, cp.first.blocks(), cp.first)
 	}
 }
 
-// firstOf records p as the first pair of its capability unless an earlier one is.
-func firstOf(m map[Capability]pair, p pair) map[Capability]pair {
+// firstOf records p as the first pair of capability c unless an earlier one is.
+func firstOf(m map[Capability]pair, c Capability, p pair) map[Capability]pair {
 	if m == nil {
 		m = map[Capability]pair{}
 	}
-	if q, ok := m[p.blocks()]; !ok || p.before(q) {
-		m[p.blocks()] = p
+	if q, ok := m[c]; !ok || p.before(q) {
+		m[c] = p
 	}
 	return m
 }

@@ -3,8 +3,10 @@ package check
 import (
 	"sync"
 
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
+	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -172,6 +174,13 @@ type Facts struct {
 	// verdicts counts the verdicts computed, for the tests of what judging the
 	// pairs costs.
 	verdicts int
+
+	classesNCCL sync.Once
+	pathClasses *pathclass.Classes // see Facts.nearestNIC
+
+	nvmlOnce   sync.Once
+	nvmlByAddr map[pcie.Address]*gpu.GPU // see Facts.indexNVML
+	nvlinkOK   map[[2]int]bool           // NVML GPU index pairs
 
 	classOnce sync.Once
 	classes   []*pairClass // see Facts.pairClasses

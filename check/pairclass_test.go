@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -220,5 +221,73 @@ func TestScanClassesFlat(t *testing.T) {
 	// per pair listed (maxPairLines findings).
 	if limit := maxPairLines + 2*10; f.verdicts > limit {
 		t.Errorf("%d verdicts computed, want at most %d", f.verdicts, limit)
+	}
+}
+
+// judgeEachPair is judgeTranslation's lines and counts made the direct way, every
+// pair judged on its own in order.
+func judgeEachPair(f *Facts, translated map[pcie.Address]bool) (lines pairLines, blocks []Capability, affected, onPath int, unknown bool) {
+	dmabuf := f.dmabuf()
+	for p := range f.pairs() {
+		j := f.judgeTranslated(p, translated, dmabuf)
+		if !j.onPath {
+			continue
+		}
+		onPath++
+		unknown = unknown || j.unknown
+		if j.block != "" {
+			affected++
+			blocks = appendNew(blocks, j.block)
+		}
+		lines.finding(p, j.status, j.msg...)
+		if j.subject {
+			lines.subject(p)
+		}
+	}
+	return
+}
+
+// TestJudgeTranslationMatchesEachPair: judging classes finds, for random sets of
+// translated devices, the findings, subjects and blocks judging every pair finds.
+func TestJudgeTranslationMatchesEachPair(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, name := range []string{"dgx-h100", "amd-epyc", "sriov-nic", "nvme-cmb", "vmd-gpu"} {
+		n := testnode.Load(t, name, node.Options{NoNames: true})
+		for _, flat := range []*node.Node{n, testnode.Machine(t, flatNVMe(300, 30), node.Options{NoNames: true})} {
+			f := NewFacts(flat, Inputs{Source: Snapshot})
+			translated := map[pcie.Address]bool{}
+			for _, d := range f.devices {
+				if r.IntN(2) == 0 {
+					translated[d.Address] = true
+				}
+			}
+			lines, blocks, affected, onPath, unknown := judgeEachPair(f, translated)
+			var want, got Result
+			lines.listFindings(&want)
+			want.Subjects, want.Blocks = lines.subjects, blocks
+			f.judgeTranslation(&got, translated)
+			if onPath > 0 {
+				// Both sides summarize the same counts; compare what each listed.
+				if diff := cmp.Diff(want.Findings, got.Findings); diff != "" {
+					t.Errorf("%s: findings (-each pair +by classes):\n%s", name, diff)
+				}
+				wantStatus := Pass
+				switch {
+				case affected > 0:
+					wantStatus = Fail
+				case unknown:
+					wantStatus = Unknown
+				}
+				if got.Status != wantStatus {
+					t.Errorf("%s: status %s, want %s", name, got.Status, wantStatus)
+				}
+				if wantStatus != Pass && !slices.Equal(want.Subjects, got.Subjects) {
+					t.Errorf("%s: subjects %v, want %v", name, got.Subjects, want.Subjects)
+				}
+				if wantStatus == Fail && !slices.Equal(want.Blocks, got.Blocks) {
+					t.Errorf("%s: blocks %v, want %v", name, got.Blocks, want.Blocks)
+				}
+			}
+		}
 	}
 }

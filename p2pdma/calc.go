@@ -521,7 +521,7 @@ func (c *Calculator) impossible(v Verdict, pi, ci, top int32) Verdict {
 		}
 		u := UnknownFact{Kind: TreeImpossible, Device: &c.linkOwner(y).Address}
 		v.MapType = Unknown
-		v.Reason = u.String() + ", so there is no kernel verdict for the pair to mirror"
+		v.Reason = "the kernel cannot build this tree: " + u.String() + "; so there is no kernel verdict to mirror"
 		v.Fix = nil
 		v.Unknowns = append(v.Unknowns, u)
 		return v

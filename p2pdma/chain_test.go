@@ -84,7 +84,7 @@ func chainVerdict(c *Calculator, provider, client *pcie.Device) Verdict {
 		if o := walk(ch, func(d *pcie.Device) bool { return d.BelowEndpoint }); o != nil {
 			u := UnknownFact{Kind: TreeImpossible, Device: &o.Address}
 			v.MapType, v.Fix = Unknown, nil
-			v.Reason = u.String() + ", so there is no kernel verdict for the pair to mirror"
+			v.Reason = "the kernel cannot build this tree: " + u.String() + "; so there is no kernel verdict to mirror"
 			v.Unknowns = append(v.Unknowns, u)
 			break
 		}
@@ -261,4 +261,62 @@ func TestCalculatorDeepChainCost(t *testing.T) {
 	if allocs := testing.AllocsPerRun(100, func() { calc.CheckComplete(calc.Calc(bottom, top), bottom, top) }); allocs != 0 {
 		t.Errorf("a bus-addr pair across 256 bridges allocates %v times, want 0", allocs)
 	}
+}
+
+// TestImpossibleTree: a GPU below a GPU, and a NIC below a bridge below an NVMe
+// controller, as a crafted snapshot lays them out. The kernel cannot build such a
+// tree, so no pair whose walk crosses a function below an endpoint gets a confident
+// verdict (bus-addr, distance 1 for the two GPUs before); pairs that avoid those
+// links keep the kernel's answer.
+func TestImpossibleTree(t *testing.T) {
+	gpu := make([]byte, 256)
+	copy(gpu, []byte{0xde, 0x10, 0x35, 0x23})
+	gpu[0x0a], gpu[0x0b] = 0x02, 0x03
+	nvme := make([]byte, 256)
+	copy(nvme, []byte{0x4d, 0x14, 0x24, 0xa8})
+	nvme[0x09], nvme[0x0a], nvme[0x0b] = 0x02, 0x08, 0x01
+	bridge := make([]byte, 256)
+	copy(bridge, []byte{0x00, 0x10, 0x30, 0xc0})
+	bridge[0x0a], bridge[0x0b], bridge[0x0e] = 0x04, 0x06, 1
+	rec := func(path string, class uint32, cfg []byte) pcie.Record {
+		a, err := pcie.ParseAddress(path[strings.LastIndexByte(path, '/')+1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pcie.Record{Address: a, Path: path, Class: class, Config: cfg}
+	}
+	topo := pcie.NewTopology([]pcie.Record{
+		rec("pci0000:00/0000:00:01.0", 0x030200, gpu),
+		rec("pci0000:00/0000:00:01.0/0000:01:00.0", 0x030200, gpu),
+		rec("pci0000:00/0000:00:02.0", 0x010802, nvme),
+		rec("pci0000:00/0000:00:02.0/0000:02:00.0", 0x060400, bridge),
+		rec("pci0000:00/0000:00:02.0/0000:02:00.0/0000:03:00.0", 0x020000, nil),
+		rec("pci0000:00/0000:00:03.0", 0x030200, gpu),
+	})
+	dev := func(s string) *pcie.Device { return topo.Device(mustAddr(t, s)) }
+	calc := NewCalculator(topo, intel)
+	for _, pr := range [][2]string{
+		{"0000:00:01.0", "0000:01:00.0"}, {"0000:01:00.0", "0000:00:01.0"},
+		{"0000:01:00.0", "0000:00:03.0"}, {"0000:03:00.0", "0000:00:02.0"}, {"0000:00:03.0", "0000:03:00.0"},
+	} {
+		p, q := dev(pr[0]), dev(pr[1])
+		v := calc.CheckComplete(calc.Calc(p, q), p, q)
+		if v.MapType != Unknown || !v.HasUnknown(TreeImpossible) || v.Fix != nil {
+			t.Errorf("%s -> %s: %s %d (%s), unknowns %q; want unknown, the tree is impossible", pr[0], pr[1], v.MapType, v.Distance, v.Reason, v.Unknowns)
+		}
+	}
+	// Two GPUs on the root bus, and the bridge with the NIC below it: their walks
+	// cross no impossible link.
+	if v := calc.Calc(dev("0000:00:01.0"), dev("0000:00:03.0")); v.MapType == Unknown {
+		t.Errorf("root-bus GPUs: unknown (%s), want the kernel's verdict", v.Reason)
+	}
+}
+
+func mustAddr(tb testing.TB, s string) pcie.Address {
+	tb.Helper()
+	a, err := pcie.ParseAddress(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
 }
