@@ -32,7 +32,9 @@ const (
 const factCheckPrefix = "check "
 
 // known and unknown make facts.
-func known(k Kind, name, value string) Fact { return Fact{Kind: k, Name: name, Value: value, Known: true} }
+func known(k Kind, name, value string) Fact {
+	return Fact{Kind: k, Name: name, Value: value, Known: true}
+}
 func unknown(k Kind, name, why string) Fact { return Fact{Kind: k, Name: name, Value: why} }
 
 // deviceFacts lists what is compared of one function.
