@@ -429,7 +429,8 @@ func RedirectWords(ctrl uint16) string {
 	return strings.Join(w, " ")
 }
 
-// groupText describes an IOMMU group by the devices of interest in it.
+// groupText describes an IOMMU group (its groupLabels value) by its size and
+// the devices of interest in it: "4 functions with GPU0, NIC0".
 func (c *comparison) groupText(s *Summary, label string) string {
 	if label == "none" || label == "" {
 		return "none"
@@ -441,7 +442,14 @@ func (c *comparison) groupText(s *Summary, label string) string {
 			members = append(members, c.name(d, s == c.g))
 		}
 	}
-	return "the group of " + label + " (with " + strings.Join(members, ", ") + ")"
+	size := label
+	if i := strings.LastIndex(label, " ("); i >= 0 {
+		size = strings.TrimSuffix(label[i+2:], ")")
+	}
+	if size == "1 functions" {
+		size = "1 function"
+	}
+	return size + " with " + strings.Join(members, ", ")
 }
 
 // name is how a device is named in text: the golden's label for a device of

@@ -255,19 +255,25 @@ func roleOf(d *pcie.Device, e matrix.Entry, interesting bool, switches map[*pcie
 	return RoleOther
 }
 
-// groupLabels names each IOMMU group by the first place among its functions, so
-// that group numbers, which the kernel hands out in discovery order, never count:
+// groupLabels names each IOMMU group by the first place among its functions and
+// the number of functions in it, "0000:15:01.0/0.0/0.0 (4 functions)", so that
+// group numbers, which the kernel hands out in discovery order, never count:
 // only which functions share a group does.
 func groupLabels(devs []*pcie.Device, placeOf map[*pcie.Device]string) map[int]string {
-	out := map[int]string{}
+	first, size := map[int]string{}, map[int]int{}
 	for _, d := range devs {
 		if d.IOMMUGroup == nil {
 			continue
 		}
 		g, p := *d.IOMMUGroup, placeOf[d]
-		if old, ok := out[g]; !ok || p < old {
-			out[g] = p
+		if old, ok := first[g]; !ok || p < old {
+			first[g] = p
 		}
+		size[g]++
+	}
+	out := map[int]string{}
+	for g, p := range first {
+		out[g] = p + " (" + itoa(size[g]) + " functions)"
 	}
 	return out
 }

@@ -81,6 +81,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newNCCLCommand(o),
 		newReportCommand(ro),
 		newFixCommand(o),
+		newDiffCommand(o),
 	)
 	runErrors(cmd)
 	return cmd
