@@ -501,19 +501,22 @@ func (c *comparison) pairs() {
 	}
 }
 
-// pair compares one ordered pair's verdicts.
+// pair compares one ordered pair's verdicts. Between two GPUs the path class
+// and NCCL's transport depend on NVLink, which only NVML knows: where one side
+// has NVML's facts and the other not, they are not compared.
 func (c *comparison) pair(a, b *Device, gp, np pairFacts) {
 	ea, eb := c.end(a, true), c.end(b, true)
 	change := func(fact, gv, nv string) {
 		c.add(Change{Kind: Pairs, Severity: SeverityVerdict, What: "changed", Device: ea, Peer: eb, Fact: fact, Golden: gv, Node: nv})
 	}
-	switch {
-	case gp.mapType != p2pdma.Unknown && np.mapType == p2pdma.Unknown:
-		c.gap(Pairs, "kernel verdict", "node", "a fact the kernel's verdict needs was not read", ea)
-	case gp.mapType == p2pdma.Unknown && np.mapType != p2pdma.Unknown:
-		c.gap(Pairs, "kernel verdict", "golden", "a fact the kernel's verdict needs was not read", ea)
-	case gp.mapType != np.mapType || gp.distance != np.distance:
-		change("kernel verdict", gp.kernelText(), np.kernelText())
+	c.kernel(ea, gp, np, change)
+	if a.Role == RoleGPU && b.Role == RoleGPU && c.g.NVML != c.n.NVML {
+		side := "node"
+		if !c.g.NVML {
+			side = "golden"
+		}
+		c.gap(Pairs, "path class and NCCL transport between GPUs", side, "no NVML facts: NVLinks unknown", ea)
+		return
 	}
 	if gp.nvsmi != np.nvsmi || gp.nvlinks != np.nvlinks || gp.nccl != np.nccl {
 		change("path class", gp.classText(), np.classText())
@@ -522,5 +525,17 @@ func (c *comparison) pair(a, b *Device, gp, np pairFacts) {
 		if gt, nt := c.g.transportText(gp), c.n.transportText(np); gt != nt {
 			change("NCCL transport", gt, nt)
 		}
+	}
+}
+
+// kernel compares one pair's kernel verdicts; an unknown one is not compared.
+func (c *comparison) kernel(e *End, gp, np pairFacts, change func(fact, gv, nv string)) {
+	switch {
+	case gp.mapType != p2pdma.Unknown && np.mapType == p2pdma.Unknown:
+		c.gap(Pairs, "kernel verdict", "node", "a fact the kernel's verdict needs was not read", e)
+	case gp.mapType == p2pdma.Unknown && np.mapType != p2pdma.Unknown:
+		c.gap(Pairs, "kernel verdict", "golden", "a fact the kernel's verdict needs was not read", e)
+	case gp.mapType != np.mapType || gp.distance != np.distance:
+		change("kernel verdict", gp.kernelText(), np.kernelText())
 	}
 }

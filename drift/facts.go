@@ -51,8 +51,7 @@ func deviceFacts(n *node.Node, d *pcie.Device, interesting bool, groups map[int]
 	if len(d.VFs) > 0 || d.SRIOV != nil {
 		fs = append(fs, known(Devices, factVFs, itoa(len(d.VFs))))
 	}
-	pt, _ := d.PortType()
-	if interesting || (d.IsBridge() && pt == pcie.PortRootPort) {
+	if interesting || (d.IsBridge() && d.Parent == nil) {
 		if d.NUMANode == nil {
 			fs = append(fs, unknown(NUMA, factNUMA, "numa_node not read"))
 		} else {
@@ -79,25 +78,29 @@ func idText(d *pcie.Device) string {
 // Root and downstream ports report the link below them, the one their child
 // reports, so theirs is left out.
 func linkFacts(d *pcie.Device) []Fact {
-	if pt, ok := d.PortType(); ok && (pt == pcie.PortRootPort || pt == pcie.PortDownstream) {
+	pt, ok := d.PortType()
+	switch {
+	case ok && (pt == pcie.PortRootPort || pt == pcie.PortDownstream):
 		return nil
+	case !ok && d.IsBridge():
+		why := "the port type was not read: whether the link is its own is unknown"
+		return []Fact{unknown(Link, factLink, why), unknown(Link, factLinkMax, why)}
 	}
 	if c := d.Config; c != nil && c.CapsKnown && (c.Express == nil || !c.Express.HasLink) {
 		return nil // conventional PCI, or an RCiEP: no link
 	}
 	l := d.Link()
 	if !l.Current.Known() {
-		return []Fact{unknown(Link, factLink, "the link status was not read")}
+		return []Fact{unknown(Link, factLink, "the link status was not read"), unknown(Link, factLinkMax, "the link status was not read")}
 	}
 	cur := l.Current.String()
 	if down, ok := d.LinkDowngraded(); ok && down {
 		cur += " (downgraded)"
 	}
-	out := []Fact{known(Link, factLink, cur)}
-	if l.Max.Known() {
-		out = append(out, known(Link, factLinkMax, l.Max.String()))
+	if !l.Max.Known() {
+		return []Fact{known(Link, factLink, cur), unknown(Link, factLinkMax, "the link capability was not read")}
 	}
-	return out
+	return []Fact{known(Link, factLink, cur), known(Link, factLinkMax, l.Max.String())}
 }
 
 // acsFact is ACS Control as lspci -vvv prints its ACSCtl line.
@@ -105,9 +108,6 @@ func acsFact(d *pcie.Device) []Fact {
 	acs, ok := d.ACS()
 	switch {
 	case !ok:
-		if d.Config != nil && d.Config.Express == nil && !d.Config.CapsKnown {
-			return nil // a conventional function seen through 64 bytes: nothing to say
-		}
 		return []Fact{unknown(ACS, factACS, "extended configuration space was not read (it needs root)")}
 	case acs == nil:
 		return nil
@@ -131,11 +131,19 @@ func barFacts(d *pcie.Device) []Fact {
 	}
 	if d.Config != nil && d.Config.ExtCapsKnown {
 		for _, r := range d.Config.ReBAR {
-			out = append(out, known(BAR, fmt.Sprintf("Resizable BAR %d", r.BAR), bytesize.Format(r.Current)))
+			out = append(out, known(BAR, rebarName(r.BAR), bytesize.Format(r.Current)))
+		}
+		return out
+	}
+	for _, r := range d.BARs() { // any memory BAR may be resizable
+		if r.IsMem() {
+			out = append(out, unknown(BAR, rebarName(r.Index), "extended configuration space was not read (it needs root)"))
 		}
 	}
 	return out
 }
+
+func rebarName(i int) string { return fmt.Sprintf("Resizable BAR %d", i) }
 
 // barName names a BAR "BAR 2" as its index, and adds "(BAR1)" to the one NVIDIA
 // calls BAR1 on a GPU.

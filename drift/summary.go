@@ -121,8 +121,9 @@ type Summary struct {
 	// PairsNote says why the pairs were not evaluated, or why NCCL's transport
 	// was not predicted; empty when both were.
 	PairsNote string
-	// NCCL reports whether NCCL's transports were predicted.
-	NCCL bool
+	// NCCL reports whether NCCL's transports were predicted, NVML whether NVML's
+	// facts were known (asked live, or recorded in a snapshot).
+	NCCL, NVML bool
 
 	pairs      []pairFacts // len(Interest)², row-major
 	transports []string    // NCCL transport texts, interned
@@ -146,7 +147,7 @@ const maxPairDevices = 1024
 // Summarize reduces a loaded machine to its Summary. It reads nothing: the node
 // holds what was read, NVML's facts included when they were asked for or recorded.
 func Summarize(n *node.Node) *Summary {
-	s := &Summary{places: map[string]int{}}
+	s := &Summary{places: map[string]int{}, NVML: n.GPU != nil}
 	t := n.Topology
 	labels := map[*pcie.Device]matrix.Entry{}
 	for _, e := range matrix.Label(t.Devices) {
