@@ -393,4 +393,3 @@ func TestRedirectWords(t *testing.T) {
 		}
 	}
 }
-

@@ -346,4 +346,3 @@ func (do *diffOptions) runFleet(args []string) error {
 	}
 	return nil
 }
-
