@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,7 +118,7 @@ func (do *diffOptions) run(args []string) error {
 	}
 	o := do.global
 	opt := node.Options{NoNames: o.format != "dot", PCIIDs: o.pciIDs, Kernel: o.kernel}
-	golden, err := loadInput(args[0], opt)
+	golden, err := loadInput(args[0], o.reads, opt)
 	if err != nil {
 		return err
 	}
@@ -127,7 +126,7 @@ func (do *diffOptions) run(args []string) error {
 	var n *node.Node
 	if len(args) == 2 {
 		nodeSide = inputSource(args[1])
-		n, err = loadInput(args[1], opt)
+		n, err = loadInput(args[1], o.reads, opt)
 	} else {
 		gpus := startNVML(o.nvmlSkip(), gpu.Probe)
 		n, err = o.loadWith(opt)
@@ -172,12 +171,16 @@ func inputSource(path string) string {
 	return "snapshot " + path
 }
 
-// loadInput reads the machine at path: a directory that stands for /, or a
-// snapshot file. The file is opened without blocking and must be a regular file,
-// so that a FIFO or a device named by mistake is refused, not waited on. Failing
-// to read it means nothing can be compared (exit 3).
-func loadInput(path string, opt node.Options) (*node.Node, error) {
-	root, err := openInput(path)
+// snapshotKind is a snapshot file named on the command line: at most as many
+// bytes as a snapshot may hold decompressed.
+var snapshotKind = hostfs.Kind{Name: "snapshot", Limit: hostfs.DefaultBudget.Bytes}
+
+// loadInput reads the machine at path, counting its bytes on m: a directory
+// that stands for /, or a snapshot file (hostfs.OpenNamed: a regular file,
+// refused without blocking otherwise). Failing to read it means nothing can be
+// compared (exit 3).
+func loadInput(path string, m *hostfs.Meter, opt node.Options) (*node.Node, error) {
+	root, err := openInput(path, m)
 	if err != nil {
 		return nil, noEvalError(err)
 	}
@@ -192,30 +195,24 @@ func loadInput(path string, opt node.Options) (*node.Node, error) {
 	return n, nil
 }
 
-func openInput(path string) (hostfs.Root, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return hostfs.Root{}, err
+func openInput(path string, m *hostfs.Meter) (hostfs.Root, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		root, err := hostfs.Open(path)
+		if err != nil {
+			return hostfs.Root{}, err
+		}
+		return root.WithMeter(m), nil
 	}
-	if fi.IsDir() {
-		return hostfs.Open(path)
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := hostfs.OpenNamed(m, path, snapshotKind)
 	if err != nil {
 		return hostfs.Root{}, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return hostfs.Root{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return hostfs.Root{}, fmt.Errorf("%s: not a snapshot file (%s)", path, hostfs.FileKind(fi.Mode()))
-	}
 	root, err := snapshot.Read(bufio.NewReader(f))
 	if err != nil {
 		return hostfs.Root{}, fmt.Errorf("%w (in %s)", err, path)
 	}
-	return root, nil
+	return root.WithMeter(m), nil
 }
 
 // writeFleetFiles writes the --prometheus textfile and the --nfd labels of a
@@ -251,8 +248,10 @@ type fleetSource struct {
 func (f *fleetSource) Len() int          { return len(f.paths) }
 func (f *fleetSource) Name(i int) string { return f.names[i] }
 
+// Load reads machine i within a budget of its own: the run's budget bounds one
+// machine, and a fleet of 10,000 is 10,000 runs' worth.
 func (f *fleetSource) Load(i int, fn func(*drift.Summary) error) error {
-	n, err := loadInput(f.paths[i], node.Options{NoNames: true})
+	n, err := loadInput(f.paths[i], hostfs.NewMeter(hostfs.DefaultBudget.RunBytes), node.Options{NoNames: true})
 	if err != nil {
 		var ee *cli.ExitError
 		if errors.As(err, &ee) && ee.Err != nil {
