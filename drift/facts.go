@@ -22,11 +22,16 @@ const (
 	factLinkMax = "link capability"
 	factACS     = "ACS Control"
 	factNUMA    = "NUMA node"
-	factGroup   = "IOMMU group"
+	factGroup   = FactIOMMUGroup
 	factDomain  = "IOMMU domain"
 	factVFs     = "VFs"
 	factNVLinks = "NVLinks"
 )
+
+// FactIOMMUGroup is the fact of a device's IOMMU group: its size and the
+// devices of interest in it, as Change values say it ("6 functions with GPU0,
+// NIC0").
+const FactIOMMUGroup = "IOMMU group"
 
 // factCheckPrefix begins the name of a check's status among the node facts.
 const factCheckPrefix = "check "

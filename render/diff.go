@@ -120,6 +120,7 @@ type changeGroup struct {
 	ends  []string
 	roles []drift.Role
 	addrs []string
+	nodes []string // the node's values, several for an IOMMU group that split
 }
 
 // changeLines turns the changes of one kind into lines: a change of one device
@@ -139,15 +140,21 @@ func changeLines(cs []drift.Change) []string {
 			c.Peer.Place < c.Device.Place {
 			continue // the other direction, already listed as ↔
 		}
-		key := c.What + "\x00" + c.Fact + "\x00" + c.Golden + "\x00" + c.Node + "\x00" + c.Note
-		if c.Kind == drift.Devices && c.What != "changed" {
+		key := c.What + "\x00" + c.Fact + "\x00" + c.Golden + "\x00" + c.Note
+		switch {
+		case c.Kind == drift.Devices && c.What != "changed":
 			key += "\x00" + c.Device.Place // each device missing or added on its own line
+		case c.Fact != drift.FactIOMMUGroup:
+			key += "\x00" + c.Node // an IOMMU group on one line, whatever it became
 		}
 		g := byKey[key]
 		if g == nil {
 			g = &changeGroup{first: c}
 			byKey[key] = g
 			groups = append(groups, g)
+		}
+		if !slices.Contains(g.nodes, c.Node) {
+			g.nodes = append(g.nodes, c.Node)
 		}
 		g.ends = append(g.ends, changeEnds(c, pairs))
 		if c.Device != nil && c.Peer == nil && c.Device.Label == "" {
@@ -192,6 +199,9 @@ func groupLines(g *changeGroup) []string {
 		gv, nv := c.Golden, c.Node
 		if c.Kind == drift.ACS {
 			gv, nv = changedWords(gv, nv)
+		}
+		if c.Fact == drift.FactIOMMUGroup {
+			return []string{c.Fact + " of " + gv + " → " + strings.Join(g.nodes, "; ")}
 		}
 		head = c.Fact + " " + gv + " → " + nv
 	}

@@ -64,6 +64,9 @@ func diffMarks(r DiffReport) DotMarks {
 			gv, nv = changedWords(gv, nv)
 		}
 		what := c.Fact + " " + gv + " → " + nv
+		if c.Kind == drift.ACS && c.Note != "" {
+			what = c.Note
+		}
 		switch {
 		case c.Device == nil:
 			m.Notes = append(m.Notes, what)

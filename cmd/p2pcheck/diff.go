@@ -345,3 +345,27 @@ func (do *diffOptions) runFleet(args []string) error {
 	}
 	return nil
 }
+
+// fabricMetrics adds the node's fabric signature to the report's textfile and,
+// with --golden, its differences from the golden snapshot. A golden file that
+// cannot be read is a warning and the drift outcome "could not compare": the
+// report itself evaluated the node.
+func (ro *reportOptions) fabricMetrics(reg *prometheus.Registry, n *node.Node) {
+	s := drift.Summarize(n)
+	if ro.golden == "" {
+		render.FabricMetrics(reg, s.Signature().String(), nil)
+		return
+	}
+	side := render.DiffSide{Source: ro.global.source(), Signature: s.Signature().String()}
+	var rep render.DiffReport
+	g, err := loadInput(ro.golden, ro.global.reads, node.Options{NoNames: true})
+	if err != nil {
+		fmt.Fprintln(ro.global.stderr, "p2pcheck: warning: --golden:", render.Escape(err.Error()))
+		rep = render.NewDiffReport(render.DiffSide{Source: inputSource(ro.golden)}, side, drift.Result{}, false)
+		rep.Outcome = drift.OutcomeUnknown
+	} else {
+		gs := drift.Summarize(g)
+		rep = render.NewDiffReport(render.DiffSide{Source: inputSource(ro.golden), Signature: gs.Signature().String()}, side, drift.Compare(gs, s), false)
+	}
+	render.FabricMetrics(reg, s.Signature().String(), &rep)
+}
