@@ -140,6 +140,9 @@ func barFacts(d *pcie.Device) []Fact {
 		}
 		return out
 	}
+	if d.Config != nil && d.Config.CapsKnown && d.Config.Express == nil {
+		return out // conventional PCI: no extended capabilities
+	}
 	for _, r := range d.BARs() { // any memory BAR may be resizable
 		if r.IsMem() {
 			out = append(out, unknown(BAR, rebarName(r.Index), "extended configuration space was not read (it needs root)"))

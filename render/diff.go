@@ -104,14 +104,38 @@ func writeChanges(p *printer, r drift.Result, indent string) {
 	if r.Omitted > 0 {
 		p.line(indent + fmt.Sprintf("... and %d more changes (the first %d are shown)", r.Omitted, len(r.Changes)))
 	}
-	if len(r.Gaps) > 0 {
-		p.line("")
-		p.line(indent + "not compared:")
-		for _, g := range r.Gaps {
+	writeGaps(p, r.Gaps, indent)
+}
+
+// writeGaps lists what was not compared: each fact the node did not show on a
+// line of its own, the others (the golden does not record them, or neither
+// side does) in one line per side.
+func writeGaps(p *printer, gaps []drift.Gap, indent string) {
+	if len(gaps) == 0 {
+		return
+	}
+	p.line("")
+	p.line(indent + "not compared:")
+	other := map[string][]string{}
+	for _, g := range gaps {
+		if g.Side == "node" {
 			p.line(indent + "  " + Escape(gapLine(g)))
+			continue
+		}
+		what := g.Fact
+		if g.Count > 1 {
+			what += fmt.Sprintf(" (%d)", g.Count)
+		}
+		other[g.Side] = append(other[g.Side], what+": "+g.Why)
+	}
+	for _, side := range []string{"golden", "both"} {
+		if len(other[side]) > 0 {
+			p.line(indent + "  " + sideWords[side] + ": " + Escape(strings.Join(other[side], "; ")))
 		}
 	}
 }
+
+var sideWords = map[string]string{"node": "not known on the node", "golden": "the golden does not record it", "both": "known on neither side"}
 
 // changeGroup is changes that differ only in their device. roles and addrs
 // are those of its devices without a label, to name them by role at once.
@@ -329,7 +353,7 @@ func gapLine(g drift.Gap) string {
 	case g.Example != nil:
 		of = fmt.Sprintf(" of %d devices (%s, ...)", g.Count, shortName(g.Example))
 	}
-	where := map[string]string{"node": "not known on the node", "golden": "the golden does not record it", "both": "known on neither side"}[g.Side]
+	where := sideWords[g.Side]
 	line := g.Fact + of + ": " + where + ": " + g.Why
 	if g.Blocking {
 		line += " (the golden records it: the node cannot be shown to match)"
@@ -474,7 +498,7 @@ func groupSummary(g FleetGroup) string {
 	var parts []string
 	for _, k := range drift.Kinds() {
 		if n := g.Counts[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
 		}
 	}
 	if len(parts) == 0 {
