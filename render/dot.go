@@ -294,16 +294,18 @@ func (g *dotWriter) switchTable(s *pcie.Switch) {
 	}
 	rows := []string{`<TR><TD BGCOLOR="` + fill + `">` + head + `</TD></TR>`}
 	for i, p := range g.drawnPorts(s) {
+		const br = `<BR ALIGN="LEFT"/>`
 		cell := htmlText(p.Address.String()) + acsCell(p)
 		if ts := g.turns[p]; len(ts) > 0 {
-			cell += `<BR/>turn here: ` + htmlLines(g.turnLines(ts))
+			cell += br + `turn here: ` + strings.ReplaceAll(htmlLines(g.turnLines(ts)), "<BR/>", br)
 		}
 		if n := g.others[p]; n > 0 {
-			cell += `<BR/>` + htmlText(othersText(n))
+			cell += br + htmlText(othersText(n))
 		}
 		if note := g.marked(p); note != "" {
-			cell += `<BR/><FONT COLOR="` + markColor + `">Δ ` + htmlText(note) + `</FONT>`
+			cell += br + `<FONT COLOR="` + markColor + `">Δ ` + htmlText(note) + `</FONT>`
 		}
+		cell += br
 		attrs := ` PORT="p` + strconv.Itoa(i) + `" ALIGN="LEFT"`
 		if g.marked(p) != "" {
 			attrs += ` COLOR="` + markColor + `"`

@@ -15,6 +15,7 @@ import (
 	"github.com/p2pkit/p2pkit/drift"
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testsupport"
 	"github.com/p2pkit/p2pkit/internal/testsupport/testnode"
 	"github.com/p2pkit/p2pkit/matrix"
 	"github.com/p2pkit/p2pkit/node"
@@ -386,5 +387,52 @@ func TestDotString(t *testing.T) {
 		if got := dotString(in); got != want {
 			t.Errorf("dotString(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestDotPictures keeps the pictures under docs/ in step with the code: the DOT
+// of dgx-h100 that the README shows, and of a drifted dgx-h100-acs-off (GPU3 at
+// Gen4 x8 after a repair, ACS redirect back on at GPU4's switch after a BIOS
+// update) against its golden, which docs/diff.md shows. -update rewrites the DOT
+// files and renders them to PNG with Graphviz.
+func TestDotPictures(t *testing.T) {
+	dgx := loadMachine(t, "dgx-h100")
+	var b bytes.Buffer
+	if err := TopoDot(&b, dgx.Topology, dgx.P2P(), dgx.GPU); err != nil {
+		t.Fatal(err)
+	}
+	picture(t, "../docs/dgx-h100", b.Bytes())
+
+	golden := loadMachine(t, "dgx-h100-acs-off")
+	m := fixture.DGXH100ACSOff()
+	m.Func("gpu3").Set(fixture.Trained(4, 8))
+	for _, l := range []string{"gpu4", "nic4"} {
+		m.Func(l).Parent().Set(fixture.ACS(0x5f, 0x1d))
+	}
+	n := testnode.Machine(t, m, node.Options{PCIIDs: "../internal/pciids/testdata/pci.ids"})
+	gs, ns := drift.Summarize(golden), drift.Summarize(n)
+	rep := NewDiffReport(DiffSide{Source: "snapshot golden.tar.gz", Signature: gs.Signature().String()},
+		DiffSide{Source: "snapshot node07.tar.gz", Signature: ns.Signature().String()}, drift.Compare(gs, ns), false)
+	b.Reset()
+	if err := DiffDot(&b, golden.Topology, golden.P2P(), golden.GPU, rep); err != nil {
+		t.Fatal(err)
+	}
+	picture(t, "../docs/diff-dgx-h100", b.Bytes())
+}
+
+// picture compares src with base.dot and, under -update, writes it and renders
+// base.png from it.
+func picture(t *testing.T, base string, src []byte) {
+	t.Helper()
+	testsupport.Golden(t, base+".dot", src)
+	if !testsupport.Update() {
+		if _, err := os.Stat(base + ".png"); err != nil {
+			t.Errorf("%v (go test -update renders it)", err)
+		}
+		return
+	}
+	png := renderDot(t, dotProgram(t), string(src), "png")
+	if err := os.WriteFile(base+".png", png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
