@@ -17,12 +17,10 @@ import (
 // snapSource is a fleet of snapshots held as bytes, read one at a time as
 // p2pcheck diff --fleet reads files. depth counts the Summaries alive.
 type snapSource struct {
-	snaps          [][]byte
-	names          []string
-	loads, depth   int
-	maxDepth       int
-	t              testing.TB
-	summarizeCount int
+	snaps        [][]byte
+	names        []string
+	loads, depth int
+	maxDepth     int
 }
 
 func (s *snapSource) Len() int          { return len(s.snaps) }
@@ -50,7 +48,7 @@ func (s *snapSource) Load(i int, f func(*Summary) error) error {
 // x8: the fleet has two signatures, the majority of 99 and node042, whose
 // differences are that link and what it changes, nothing else.
 func TestFleetOneOddNode(t *testing.T) {
-	src := &snapSource{t: t}
+	src := &snapSource{}
 	for i := range 100 {
 		s := baseSpec()
 		s.hostname, s.uuid, s.nvlinks = fmt.Sprintf("node%03d", i), fmt.Sprintf("GPU-%04x-", i*7919), 18
