@@ -43,6 +43,10 @@ func dotProgram(t *testing.T) string {
 type layout struct {
 	objects map[string]map[string]string
 	edges   map[string]map[string]string
+	// pos is each node's centre, segs the tree's links as straight lines
+	// between the centres of their ends.
+	pos  map[string][2]float64
+	segs [][2][2]float64
 }
 
 // layoutKeys are the attributes of dot -Tjson that place things; the rest say
@@ -72,7 +76,7 @@ func parseLayout(t *testing.T, b []byte) *layout {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("dot -Tjson: %v", err)
 	}
-	l := &layout{objects: map[string]map[string]string{}, edges: map[string]map[string]string{}}
+	l := &layout{objects: map[string]map[string]string{}, edges: map[string]map[string]string{}, pos: map[string][2]float64{}}
 	attrs := func(m map[string]any) map[string]string {
 		out := map[string]string{}
 		for k, v := range m {
@@ -87,13 +91,37 @@ func parseLayout(t *testing.T, b []byte) *layout {
 	for i, o := range doc.Objects {
 		names[i] = fmt.Sprint(o["name"])
 		l.objects[names[i]] = attrs(o)
+		var x, y float64
+		if p, ok := o["pos"].(string); ok {
+			if _, err := fmt.Sscanf(p, "%g,%g", &x, &y); err == nil {
+				l.pos[names[i]] = [2]float64{x, y}
+			}
+		}
 	}
 	for _, e := range doc.Edges {
 		tail, head := int(e["tail"].(float64)), int(e["head"].(float64))
 		key := names[tail] + ":" + fmt.Sprint(e["tailport"]) + " -> " + names[head]
 		l.edges[key] = attrs(e)
+		if e["constraint"] != "false" && e["style"] != "invis" {
+			l.segs = append(l.segs, [2][2]float64{l.pos[names[tail]], l.pos[names[head]]})
+		}
 	}
 	return l
+}
+
+// crossings counts the pairs of tree links whose straight lines cross, ends
+// shared or not.
+func (l *layout) crossings() int {
+	side := func(a, b, c [2]float64) float64 { return (b[0]-a[0])*(c[1]-a[1]) - (b[1]-a[1])*(c[0]-a[0]) }
+	n := 0
+	for i, s := range l.segs {
+		for _, u := range l.segs[i+1:] {
+			if side(s[0], s[1], u[0])*side(s[0], s[1], u[1]) < 0 && side(u[0], u[1], s[0])*side(u[0], u[1], s[1]) < 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // TestTopoDot draws fixture machines with Graphviz: dot lays each out without a
@@ -129,6 +157,9 @@ func TestTopoDot(t *testing.T) {
 			}
 			if nodes > tt.maxNodes {
 				t.Errorf("%d nodes for %d functions, want at most %d", nodes, len(n.Topology.Devices), tt.maxNodes)
+			}
+			if c := l.crossings(); c > 0 {
+				t.Errorf("%d crossings of the tree's links", c)
 			}
 			for _, d := range n.Interesting() {
 				if l.objects[d.Address.String()] == nil {
@@ -434,5 +465,16 @@ func picture(t *testing.T, base string, src []byte) {
 	png := renderDot(t, dotProgram(t), string(src), "png")
 	if err := os.WriteFile(base+".png", png, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCrossings checks the crossing count the picture tests rely on.
+func TestCrossings(t *testing.T) {
+	l := &layout{segs: [][2][2]float64{
+		{{0, 0}, {10, 10}}, {{0, 10}, {10, 0}}, // cross
+		{{0, 20}, {10, 20}}, {{0, 20}, {10, 30}}, // share an end
+	}}
+	if c := l.crossings(); c != 1 {
+		t.Errorf("%d crossings, want 1", c)
 	}
 }
