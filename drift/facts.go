@@ -225,7 +225,7 @@ func nodeFacts(n *node.Node) []Fact {
 		switch {
 		case p.Modules == nil:
 			fs = append(fs, unknown(Versions, name, "/proc/modules not read"))
-		case slices.ContainsFunc(p.Modules, func(x procfs.Module) bool { return x.Name == m }):
+		case p.Modules.Loaded(m):
 			fs = append(fs, known(Versions, name, "loaded"))
 		default:
 			fs = append(fs, known(Versions, name, "not loaded"))
