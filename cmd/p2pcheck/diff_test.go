@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
 )
@@ -242,5 +244,36 @@ func TestDiffFleet(t *testing.T) {
 	_, js, _ := p2pcheck("diff", "--fleet", dir, "--format", "json")
 	if err := testsupport.Schema(t, "../../schema/diff.v1.json")([]byte(js)); err != nil {
 		t.Errorf("diff --fleet --format json does not follow schema/diff.v1.json: %v", err)
+	}
+}
+
+// TestListFleet: a fleet directory's snapshots and roots are taken in name
+// order and named by file name, other files are not; a root or a file named
+// alone is one machine; two machines of one name are named by path.
+func TestListFleet(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"b.tar.gz", "a.tar.gz", "notes.txt", "node3/sys/bus", "other/x", "second/a.tar.gz"} {
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(p, "bus") {
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := listFleet([]string{dir, filepath.Join(dir, "second", "a.tar.gz")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "a.tar.gz"), "b", "node3", filepath.Join(dir, "second", "a.tar.gz")}
+	if diff := cmp.Diff(want, src.names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if _, err := listFleet([]string{filepath.Join(dir, "missing")}); err == nil {
+		t.Error("a missing fleet directory is no error")
 	}
 }
