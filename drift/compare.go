@@ -240,25 +240,29 @@ func (c *comparison) devices() {
 }
 
 // moved pairs a missing device of interest with an added one of the same role
-// and IDs ("a NIC moved slots") and returns the rest.
+// and IDs ("a NIC moved slots"), each added device once, in place order, and
+// returns the rest.
 func (c *comparison) moved(missing, added []int) (restMissing, restAdded []int) {
+	key := func(d *Device) string {
+		id, _ := d.Fact(factID)
+		return string(d.Role) + "|" + id.Value
+	}
+	candidates := map[string][]int{} // added devices of interest by role and IDs
+	for _, k := range added {
+		if o := &c.n.Devices[k]; o.Of() {
+			candidates[key(o)] = append(candidates[key(o)], k)
+		}
+	}
 	used := map[int]bool{}
 	for _, i := range missing {
 		d := &c.g.Devices[i]
-		id, _ := d.Fact(factID)
-		j := -1
-		if d.Of() {
-			j = slices.IndexFunc(added, func(k int) bool {
-				o := &c.n.Devices[k]
-				oid, _ := o.Fact(factID)
-				return !used[k] && o.Of() && o.Role == d.Role && oid.Value == id.Value
-			})
-		}
-		if j < 0 {
+		ks := candidates[key(d)]
+		if !d.Of() || len(ks) == 0 {
 			restMissing = append(restMissing, i)
 			continue
 		}
-		k := added[j]
+		k := ks[0]
+		candidates[key(d)] = ks[1:]
 		used[k] = true
 		o := &c.n.Devices[k]
 		c.add(Change{Kind: Devices, Severity: SeverityVerdict, What: "moved", Device: c.end(d, true),

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/internal/bytesize"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -43,7 +44,7 @@ func known(k Kind, name, value string) Fact {
 func unknown(k Kind, name, why string) Fact { return Fact{Kind: k, Name: name, Value: why} }
 
 // deviceFacts lists what is compared of one function.
-func deviceFacts(n *node.Node, d *pcie.Device, interesting bool, groups map[int]string) []Fact {
+func deviceFacts(n *node.Node, d *pcie.Device, interesting bool, lk *lookups) []Fact {
 	fs := []Fact{known(Versions, factID, idText(d)), known(Versions, factDriver, orNone(d.Driver))}
 	if pt, ok := d.PortType(); ok {
 		fs = append(fs, known(Devices, factType, pt.String()))
@@ -64,10 +65,10 @@ func deviceFacts(n *node.Node, d *pcie.Device, interesting bool, groups map[int]
 		}
 	}
 	if interesting {
-		fs = append(fs, iommuFacts(n, d, groups)...)
+		fs = append(fs, iommuFacts(d, lk)...)
 	}
 	if d.IsGPU() {
-		fs = append(fs, nvlinkFact(n, d))
+		fs = append(fs, nvlinkFact(n, d, lk))
 	}
 	return fs
 }
@@ -165,40 +166,61 @@ func barName(d *pcie.Device, i int) string {
 	return name
 }
 
+// lookups index what deviceFacts looks up per device: IOMMU group labels
+// (groupLabels) and types, and NVML's GPUs by address.
+type lookups struct {
+	groups map[int]string
+	types  map[int]sysfs.IOMMUDomainType
+	gpus   map[pcie.Address]*gpu.GPU
+}
+
+func newLookups(n *node.Node, groups map[int]string) *lookups {
+	lk := &lookups{groups: groups, types: map[int]sysfs.IOMMUDomainType{}, gpus: map[pcie.Address]*gpu.GPU{}}
+	for _, g := range n.Platform.IOMMUGroups {
+		lk.types[g.ID] = g.Type
+	}
+	if n.GPU != nil {
+		for i := range n.GPU.GPUs {
+			if g := &n.GPU.GPUs[i]; g.Address != nil && lk.gpus[*g.Address] == nil {
+				lk.gpus[*g.Address] = g
+			}
+		}
+	}
+	return lk
+}
+
 // iommuFacts are the device's IOMMU group, by membership, and its default
 // domain type (/sys/kernel/iommu_groups/N/type).
-func iommuFacts(n *node.Node, d *pcie.Device, groups map[int]string) []Fact {
+func iommuFacts(d *pcie.Device, lk *lookups) []Fact {
 	if d.IOMMUGroup == nil {
 		return []Fact{known(IOMMU, factGroup, "none")}
 	}
 	g := *d.IOMMUGroup
-	out := []Fact{known(IOMMU, factGroup, groups[g])}
-	i := slices.IndexFunc(n.Platform.IOMMUGroups, func(x sysfs.IOMMUGroup) bool { return x.ID == g })
+	out := []Fact{known(IOMMU, factGroup, lk.groups[g])}
+	t, ok := lk.types[g]
 	switch {
-	case i < 0:
+	case !ok:
 		out = append(out, unknown(IOMMU, factDomain, "its group's type was not read"))
-	case n.Platform.IOMMUGroups[i].Type == sysfs.IOMMUUnknown:
+	case t == sysfs.IOMMUUnknown:
 		out = append(out, unknown(IOMMU, factDomain, "the group type is unknown (Linux before 4.19 has no type file)"))
 	default:
-		out = append(out, known(IOMMU, factDomain, n.Platform.IOMMUGroups[i].Type.String()))
+		out = append(out, known(IOMMU, factDomain, t.String()))
 	}
 	return out
 }
 
 // nvlinkFact is a GPU's number of active NVLinks, from NVML.
-func nvlinkFact(n *node.Node, d *pcie.Device) Fact {
-	if n.GPU == nil {
+func nvlinkFact(n *node.Node, d *pcie.Device, lk *lookups) Fact {
+	g := lk.gpus[d.Address]
+	switch {
+	case n.GPU == nil:
 		return unknown(NVLink, factNVLinks, "no NVML facts")
+	case g == nil:
+		return unknown(NVLink, factNVLinks, "NVML does not list this GPU")
+	case g.NVLink == nil:
+		return unknown(NVLink, factNVLinks, "NVML gave no NVLink state")
 	}
-	for _, g := range n.GPU.GPUs {
-		if g.Address != nil && *g.Address == d.Address {
-			if g.NVLink == nil {
-				return unknown(NVLink, factNVLinks, "NVML gave no NVLink state")
-			}
-			return known(NVLink, factNVLinks, itoa(g.NVLink.Active))
-		}
-	}
-	return unknown(NVLink, factNVLinks, "NVML does not list this GPU")
+	return known(NVLink, factNVLinks, itoa(g.NVLink.Active))
 }
 
 // modulesOfInterest are the modules whose presence decides GPUDirect RDMA,

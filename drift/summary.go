@@ -175,7 +175,7 @@ func Summarize(n *node.Node) *Summary {
 		index[d] = i
 		s.places[placeOf[d]] = i
 	}
-	groups := groupLabels(devs, placeOf)
+	lk := newLookups(n, groupLabels(devs, placeOf))
 	for _, d := range devs {
 		e, interesting := labels[d]
 		dev := Device{Place: placeOf[d], Role: roleOf(d, e, interesting, roles), Address: d.Address,
@@ -183,7 +183,7 @@ func Summarize(n *node.Node) *Summary {
 		if p, ok := index[d.Parent]; ok {
 			dev.Parent = p
 		}
-		dev.Facts = deviceFacts(n, d, interesting, groups)
+		dev.Facts = deviceFacts(n, d, interesting, lk)
 		s.Devices = append(s.Devices, dev)
 	}
 	for _, e := range matrix.Label(t.Devices) {

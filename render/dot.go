@@ -473,6 +473,9 @@ func (g *dotWriter) legend(title string) string {
 			cell("white", "- - GDR: a GPU and its nearest NIC") +
 			cell("white", `<FONT COLOR="purple">NV#</FONT>: NVLinks (NVML)`) + `</TR>`,
 	}
+	if g.pairsNote != "" {
+		rows = append(rows, `<TR><TD COLSPAN="4" ALIGN="LEFT">`+htmlText(g.pairsNote)+`</TD></TR>`)
+	}
 	if len(g.sysTurns) > 0 {
 		rows = append(rows, `<TR><TD COLSPAN="4" ALIGN="LEFT" BGCOLOR="`+verdictFill(worstOf(g.sysTurns))+`">between NUMA nodes: `+htmlLines(g.turnLines(g.sysTurns))+`</TD></TR>`)
 	}

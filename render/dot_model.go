@@ -65,6 +65,8 @@ type dotModel struct {
 	gdr       []gdrPair
 	nv        *gpu.Facts
 	marks     DotMarks
+	// pairsNote says why the pairs were not evaluated; empty when they were.
+	pairsNote string
 }
 
 // newDotModel computes the picture of t: the kernel's verdict for every ordered
@@ -92,9 +94,18 @@ func newDotModel(t *pcie.Topology, plat p2pdma.Platform, nv *gpu.Facts, marks Do
 			m.ports[p] = s
 		}
 	}
+	if len(devs) > maxDotPairDevices {
+		m.pairsNote = fmt.Sprintf("%d devices of interest: the pairs' verdicts are drawn for at most %d (p2pcheck pairs lists them all)", len(devs), maxDotPairDevices)
+		return m
+	}
 	m.pairs(t, plat, devs)
 	return m
 }
+
+// maxDotPairDevices bounds the devices of interest whose pairs the picture
+// evaluates: it keeps a verdict per unordered pair, and a picture of more could
+// not be read anyway.
+const maxDotPairDevices = 512
 
 // countOther counts a function that is not drawn on the nearest drawn function
 // above it; VFs are counted on their PF's label instead.

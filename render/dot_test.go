@@ -21,6 +21,7 @@ import (
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/snapshot"
 )
 
 // dotProgram returns the path of Graphviz's dot, or skips the test: CI installs
@@ -477,4 +478,46 @@ func TestCrossings(t *testing.T) {
 	if c := l.crossings(); c != 1 {
 		t.Errorf("%d crossings, want 1", c)
 	}
+}
+
+// TestTopoDotManyDevices: past maxDotPairDevices devices of interest the
+// picture says the pairs were not evaluated instead of keeping a verdict per
+// pair.
+func TestTopoDotManyDevices(t *testing.T) {
+	n := manyGPUs(t, maxDotPairDevices+8)
+	var b bytes.Buffer
+	if err := TopoDot(&b, n.Topology, n.P2P(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), fmt.Sprintf("%d devices of interest: the pairs", maxDotPairDevices+8)) {
+		t.Error("the legend does not say the pairs were not evaluated")
+	}
+}
+
+// manyGPUs loads a machine of count GPUs on root buses, 256 functions to a bus,
+// from its snapshot in memory.
+func manyGPUs(t *testing.T, count int) *node.Node {
+	t.Helper()
+	m := fixture.New()
+	var hb *fixture.HostBridge
+	for i := range count {
+		if i%256 == 0 {
+			hb = m.HostBridge(0, uint8(i/256*0x40), 0)
+		}
+		hb.Endpoint(uint8(i%256/8), uint8(i%8), fixture.ID(0x10de, 0x2330), fixture.Class(0x030200))
+	}
+	var b bytes.Buffer
+	if err := m.WriteSnapshot(&b); err != nil {
+		t.Fatal(err)
+	}
+	root, err := snapshot.Read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	n, err := node.Load(root, node.Options{NoNames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
