@@ -483,8 +483,13 @@ func (c *comparison) pairs() {
 		}
 		return
 	}
-	if g.NCCL && !n.NCCL {
+	switch {
+	case g.NCCL && !n.NCCL:
 		c.gap(Pairs, "NCCL transport", "node", n.PairsNote, nil)
+	case !g.NCCL && n.NCCL:
+		c.gap(Pairs, "NCCL transport", "golden", g.PairsNote, nil)
+	case !g.NCCL:
+		c.gap(Pairs, "NCCL transport", "both", g.PairsNote, nil)
 	}
 	at := make([]int, len(g.Interest)) // golden interest index -> node interest index
 	for i, di := range g.Interest {
