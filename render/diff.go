@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/drift"
+	"github.com/p2pkit/p2pkit/pcie"
 )
 
 // DiffSchemaVersion is the version of the diff JSON (schema/diff.v1.json), single
@@ -214,9 +215,9 @@ func groupLines(g *changeGroup) []string {
 	var head string
 	switch c.What {
 	case "missing":
-		head = "missing: " + endName(c.Device) + " at " + c.Device.Place + ", " + c.Golden
+		head = "missing: " + endName(c.Device) + at(c.Device) + ", " + c.Golden
 	case "added":
-		head = "added: " + endName(c.Device) + " at " + c.Device.Place + ", " + c.Node
+		head = "added: " + endName(c.Device) + at(c.Device) + ", " + c.Node
 	case "moved":
 		head = "moved: " + endName(c.Device) + " from " + c.Golden + " to " + c.Node
 	default:
@@ -268,6 +269,16 @@ func plural(w string) string {
 		return w
 	}
 	return w + "s"
+}
+
+// at names a device's place where its address does not say it.
+func at(e *drift.End) string {
+	for _, a := range []*pcie.Address{e.Golden, e.Node} {
+		if a != nil && a.String() == e.Place {
+			return ""
+		}
+	}
+	return " at " + e.Place
 }
 
 // wrapList writes items after prefix, comma-separated, in lines of at most width
