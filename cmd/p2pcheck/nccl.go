@@ -134,15 +134,13 @@ func (no *ncclOptions) run() error {
 		if no.topoXML == "-" {
 			return nccl.WriteXML(o.stdout, topo)
 		}
-		fh, err := os.Create(no.topoXML)
+		// The one writer of outputs: atomic, never through a link, never a
+		// truncated or empty target.
+		err := writeFileAtomic(no.topoXML, true, func(f *os.File) error { return nccl.WriteXML(f, topo) })
 		if err != nil {
 			return noEvalError(err)
 		}
-		if err := nccl.WriteXML(fh, topo); err != nil {
-			fh.Close()
-			return noEvalError(err)
-		}
-		return fh.Close()
+		return nil
 	}
 	r, err := nccl.Predict(in)
 	if err != nil {
