@@ -107,7 +107,7 @@ func TestWriteFileAtomicStaleTemps(t *testing.T) {
 		".p2pcheck.prom" + atomicfile.TempMarker + "123": time.Hour,
 		".p2pcheck.prom" + atomicfile.TempMarker + "456": 0,
 		".other" + atomicfile.TempMarker + "789":         time.Hour,
-		"p2pcheck.prom.bak":                   time.Hour,
+		"p2pcheck.prom.bak":                              time.Hour,
 	}
 	for name, age := range files {
 		p := filepath.Join(dir, name)
