@@ -16,9 +16,15 @@ var (
 	kindLimits   = hostfs.Kind{Name: "pam_limits configuration file", Limit: 1 << 20}
 	kindSystemd  = hostfs.Kind{Name: "systemd configuration file", Limit: 1 << 20}
 	kindTextfile = hostfs.Kind{Name: "previous --prometheus textfile", Limit: 16 << 20}
-	// libnccl.so is a few hundred megabytes (its device code included).
-	kindLibNCCL = hostfs.Kind{Name: "libnccl.so", Limit: 1 << 30}
+	// libnccl.so is a few hundred megabytes, most of it device code, which the
+	// linker places after the host code's read-only data and so after the
+	// version banner (a string of init.cc): the banner is found long before this.
+	kindLibNCCL = hostfs.Kind{Name: "libnccl.so", Limit: 256 << 20}
 )
+
+// maxLibSearch bounds the bytes the whole libnccl.so search reads: two
+// candidates read to their limit.
+const maxLibSearch = 2 * (256 << 20)
 
 // maxDropIns bounds the files one drop-in directory (limits.d/*.conf,
 // system.conf.d/*.conf) or one library pattern contributes.

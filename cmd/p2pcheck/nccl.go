@@ -214,6 +214,7 @@ func (o *globalOptions) findLibVersion(lib string) (v nccl.Version, src string, 
 		return v, "", []string{fmt.Sprintf("libnccl.so not looked for: %v", err)}
 	}
 	defer r.Close()
+	r = r.WithMeter(o.reads.Sub(maxLibSearch))
 	for _, c := range o.libCandidates(r) {
 		found, ok, err := libVersion(r, c)
 		switch {
