@@ -213,10 +213,7 @@ func TestPidJobFiles(t *testing.T) {
 		if code == 2 || code == exitUsage || strings.Contains(stdout+stderr, "NCCL_ROOT_ONLY_SECRET") {
 			t.Errorf("%s: exit %d; secret shown: %v\n%s", tt.file, code, strings.Contains(stdout, "NCCL_ROOT_ONLY_SECRET"), stdout)
 		}
-		want := tt.want
-		if strings.Contains(want, "%d") {
-			want = strings.Replace(want, "%d", strconv.Itoa(pid), 1)
-		}
+		want := strings.Replace(tt.want, "%d", strconv.Itoa(pid), 1)
 		if !strings.Contains(stdout, want) {
 			t.Errorf("%s: output lacks %q:\n%s", tt.file, want, stdout)
 		}
