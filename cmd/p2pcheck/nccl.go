@@ -134,16 +134,7 @@ func (no *ncclOptions) run() error {
 	in.Notes = append(in.Notes, others...)
 	if no.topoXML != "" {
 		o.printWarnings(n)
-		if no.topoXML == "-" {
-			return nccl.WriteXML(o.stdout, topo)
-		}
-		// The one writer of outputs: atomic, never through a link, never a
-		// truncated or empty target.
-		err := writeFileAtomic(no.topoXML, true, func(f *os.File) error { return nccl.WriteXML(f, topo) })
-		if err != nil {
-			return noEvalError(err)
-		}
-		return nil
+		return no.writeTopoXML(topo)
 	}
 	r, err := nccl.Predict(in)
 	if err != nil {
@@ -157,6 +148,19 @@ func (no *ncclOptions) run() error {
 	o.printWarnings(n)
 	_, err = fmt.Fprint(o.stdout, render.EscapeLines(r.Text()))
 	return err
+}
+
+// writeTopoXML writes NCCL's topology XML to --topo-xml: standard output for
+// "-", else the file, through the one writer of outputs (atomic, never through a
+// link, never a truncated or empty target).
+func (no *ncclOptions) writeTopoXML(topo *nccl.Node) error {
+	if no.topoXML == "-" {
+		return nccl.WriteXML(no.global.stdout, topo)
+	}
+	if err := writeFileAtomic(no.topoXML, true, func(f *os.File) error { return nccl.WriteXML(f, topo) }); err != nil {
+		return noEvalError(err)
+	}
+	return nil
 }
 
 // readBounded reads at most limit bytes of the regular file path (a sysfs
