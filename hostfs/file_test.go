@@ -323,6 +323,9 @@ func TestReadAs(t *testing.T) {
 		{hidden, hostfs.Cred{UID: 0}, true},
 		{own, member, false},
 		{"relative.conf", hostfs.Cred{Bypass: true}, false},
+		// Below a directory it may not search, a missing file is refused as one
+		// that exists: its existence is not told either.
+		{filepath.Join(dir, "priv/none.conf"), nobody, false},
 	}
 	for _, tt := range tests {
 		b, err := hostfs.ReadAs(nil, tt.path, confKind, tt.c)
