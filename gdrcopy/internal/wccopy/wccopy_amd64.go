@@ -9,9 +9,9 @@ import (
 )
 
 // The kernels in wccopy_amd64.s. Each copies n bytes from src to dst along
-// the WC ladder and ends with a fence: SFENCE after the store kernels, which
-// write dst as device memory, and MFENCE after the load kernels, which read
-// src as device memory.
+// the WC ladder. The store kernels, which write dst as device memory, end
+// with SFENCE; the load kernels, which read src as device memory, end with
+// no fence (see "Ordering" in the package comment).
 
 //go:noescape
 func storeSSE2(dst, src *byte, n int) (fault uintptr)

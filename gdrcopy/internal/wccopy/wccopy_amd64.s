@@ -12,7 +12,9 @@
 //	R12, R13	the fault-return mark (CATCH), untouched otherwise
 //	X0-X7, Y0-Y3	vector scratch
 // The device pointer, whose alignment drives the ladder, is DI in the store
-// kernels and SI in the load kernels; the macros call it DEV.
+// kernels and SI in the load kernels; the macros call it DEV. The store
+// kernels end with SFENCE and the load kernels with no fence (see
+// "Ordering" in the package comment).
 
 #include "textflag.h"
 #include "fault.h"
@@ -273,7 +275,6 @@ last16:
 	JMP	last16
 
 	TAIL
-	MFENCE
 	UNCATCH
 	MOVQ	$0, fault+24(FP)
 	RET
@@ -415,7 +416,6 @@ last16:
 vdone:
 	VZEROUPPER
 	TAIL
-	MFENCE
 	UNCATCH
 	MOVQ	$0, fault+24(FP)
 	RET
@@ -504,8 +504,10 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL	DX, edx+20(FP)
 	RET
 
-// The word kernels: one naturally aligned access, then the fence of the
-// copy kernels of the same direction.
+// The word kernels: one naturally aligned access and its fence (see
+// "Ordering" in the package comment). The stores end with SFENCE, as the
+// store kernels do; the loads with MFENCE, which keeps every later load,
+// streaming loads included, behind them (Intel SDM vol. 2, MOVNTDQA).
 
 // func store32(p *uint32, v uint32) (fault uintptr)
 TEXT ·store32(SB), NOSPLIT, $0-24

@@ -9,11 +9,11 @@ import (
 )
 
 // The kernels in wccopy_arm64.s. Each copies n bytes from src to dst along
-// the WC ladder and ends with a fence: DMB ST after the store kernels,
-// which write dst as device memory, and DMB SY after the load kernels,
-// which read src as device memory. libgdrapi's LS64 kernels (ST64B, LD64B,
-// src/memcpy_ls64.c) are not here: no emulator or host available to this
-// package's tests has FEAT_LS64 to check them on.
+// the WC ladder. The store kernels, which write dst as device memory, end
+// with DMB ST; the load kernels, which read src as device memory, end with
+// no barrier (see "Ordering" in the package comment). libgdrapi's LS64
+// kernels (ST64B, LD64B, src/memcpy_ls64.c) are not here: no emulator or
+// host available to this package's tests has FEAT_LS64 to check them on.
 
 //go:noescape
 func storeNEON(dst, src *byte, n int) (fault uintptr)

@@ -143,12 +143,15 @@ tail1: \
 	MOVB	R3, (R0); \
 done:
 
-// The fences. Stores end with DMB ST, libgdrapi's wc_store_fence on
-// aarch64: every store of the copy is ordered before any later store.
-// Loads end with DMB SY, its memory_fence: DMB ST orders no loads, and a
-// full barrier keeps every later access behind the copy's loads.
+// The barriers (see the package comment, "Ordering"). Every store kernel
+// ends with DMB ST, libgdrapi's wc_store_fence on aarch64: each store it
+// made is observed before any later store. The word loads end with DMB LD:
+// the load is observed before every later load and store. The word stores
+// are store-releases (STLR), observed after every earlier load and store,
+// and end with DMB ST as the copies do. The copies from the device end with
+// no barrier: DMB ST, which libgdrapi issues there, orders no load.
 #define STORE_FENCE	DMB	$0xe
-#define LOAD_FENCE	DMB	$0xf
+#define LOAD_FENCE	DMB	$0xd
 
 // func storeNEON(dst, src *byte, n int) (fault uintptr)
 TEXT ·storeNEON(SB), NOSPLIT, $0-32
@@ -177,7 +180,6 @@ TEXT ·loadNEON(SB), NOSPLIT, $0-32
 	NEON64
 	CHUNKS
 	TAIL
-	LOAD_FENCE
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
@@ -209,20 +211,18 @@ TEXT ·loadSTP(SB), NOSPLIT, $0-32
 	STP32
 	CHUNKS
 	TAIL
-	LOAD_FENCE
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
 
-// The word kernels: one naturally aligned access, then the fence of the
-// copy kernels of the same direction.
+// The word kernels: one naturally aligned access and its barrier.
 
 // func store32(p *uint32, v uint32) (fault uintptr)
 TEXT ·store32(SB), NOSPLIT, $0-24
 	CATCH(COOKIE_WORD)
 	MOVD	p+0(FP), R0
 	MOVWU	v+8(FP), R1
-	MOVW	R1, (R0)
+	STLRW	R1, (R0)
 	STORE_FENCE
 	UNCATCH
 	MOVD	ZR, fault+16(FP)
@@ -233,7 +233,7 @@ TEXT ·store64(SB), NOSPLIT, $0-24
 	CATCH(COOKIE_WORD)
 	MOVD	p+0(FP), R0
 	MOVD	v+8(FP), R1
-	MOVD	R1, (R0)
+	STLR	R1, (R0)
 	STORE_FENCE
 	UNCATCH
 	MOVD	ZR, fault+16(FP)

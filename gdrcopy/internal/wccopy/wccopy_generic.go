@@ -19,11 +19,13 @@ func installFaultHandler() bool { return false }
 // selected names the kernels tryToDevice and tryFromDevice call.
 func selected() (to, from string) { return "generic", "generic" }
 
-// The word kernels of the generic variant: one access, then the fence.
+// The word kernels of the generic variant: one access between the fences
+// the package comment's "Ordering" asks of it. The stores fence before, so
+// that no earlier access passes them, and after, as ToDevice does.
 
-func store32(p *uint32, v uint32) uintptr { *p = v; fence(); return 0 }
+func store32(p *uint32, v uint32) uintptr { fence(); *p = v; fence(); return 0 }
 
-func store64(p *uint64, v uint64) uintptr { *p = v; fence(); return 0 }
+func store64(p *uint64, v uint64) uintptr { fence(); *p = v; fence(); return 0 }
 
 func load32(p *uint32) (uint32, uintptr) { v := *p; fence(); return v, 0 }
 
