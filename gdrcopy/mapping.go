@@ -116,7 +116,7 @@ func (m *Mapping) CopyToDevice(off int, src []byte) error {
 	if !m.fast || !m.usable(off, len(src)) {
 		return m.guardedCopy("copy to device", off, src, true)
 	}
-	if _, addr := wccopy.TryToDevice(m.mem[off:], src); addr != 0 {
+	if addr := wccopy.TryToDevice(m.at(off), unsafe.SliceData(src), len(src)); addr != 0 {
 		return m.faultAt("copy to device", addr)
 	}
 	return nil
@@ -131,10 +131,16 @@ func (m *Mapping) CopyFromDevice(dst []byte, off int) error {
 	if !m.fast || !m.usable(off, len(dst)) {
 		return m.guardedCopy("copy from device", off, dst, false)
 	}
-	if _, addr := wccopy.TryFromDevice(dst, m.mem[off:]); addr != 0 {
+	if addr := wccopy.TryFromDevice(unsafe.SliceData(dst), m.at(off), len(dst)); addr != 0 {
 		return m.faultAt("copy from device", addr)
 	}
 	return nil
+}
+
+// at returns the address of the mapping's byte at off, which usable
+// checked.
+func (m *Mapping) at(off int) *byte {
+	return (*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.mem)), off))
 }
 
 // guardedCopy is CopyToDevice (toDevice) and CopyFromDevice where a fault needs

@@ -108,6 +108,8 @@
 // lose to copy while the data would fit in cache and win once it would not.
 package wccopy
 
+import "unsafe"
+
 // A Variant is one implementation of the copy kernels.
 type Variant struct {
 	// Name identifies the variant: "movdir64b", "avx2", "sse41", "sse2"
@@ -206,4 +208,17 @@ func Load64(p *uint64) uint64 {
 	v, fault := load64(p)
 	raise(fault)
 	return v
+}
+
+// tryToDevice is ToDevice's implementation. It calls the kernel directly
+// rather than through a func value, so that dst and src do not escape.
+func tryToDevice(dst, src []byte) (int, uintptr) {
+	n := min(len(dst), len(src))
+	return n, storeKernel(unsafe.SliceData(dst), unsafe.SliceData(src), n)
+}
+
+// tryFromDevice is FromDevice's implementation, as tryToDevice.
+func tryFromDevice(dst, src []byte) (int, uintptr) {
+	n := min(len(dst), len(src))
+	return n, loadKernel(unsafe.SliceData(dst), unsafe.SliceData(src), n)
 }

@@ -20,11 +20,14 @@
 #include "fault.h"
 
 // HEAD(DEV) moves one, two, four and then eight bytes, each access naturally
-// aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned.
-// If CX is too short for the next step it jumps to tail (CX is then smaller
-// than DEV's alignment, so the tail's accesses stay aligned); it also jumps
-// there when fewer than 16 bytes remain at the end.
+// aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned;
+// an aligned DEV skips the steps with one test. If CX is too short for the
+// next step it jumps to tail (CX is then smaller than DEV's alignment, so
+// the tail's accesses stay aligned); it also jumps there when fewer than 16
+// bytes remain at the end.
 #define HEAD(DEV) \
+	TESTQ	$15, DEV; \
+	JZ	head16; \
 	TESTQ	$1, DEV; \
 	JZ	head2; \
 	CMPQ	CX, $1; \
@@ -70,13 +73,16 @@ head16: \
 
 // TAIL moves the last CX < 16 bytes with eight-, four-, two- and one-byte
 // accesses, in that order, each naturally aligned because the device pointer
-// is aligned at least as much as the widest of them.
+// is aligned at least as much as the widest of them. It stops as soon as
+// nothing is left, so that a word-sized copy is one access.
 #define TAIL \
 tail: \
 	TESTQ	$8, CX; \
 	JZ	tail4; \
 	MOVQ	(SI), AX; \
 	MOVQ	AX, (DI); \
+	TESTQ	$7, CX; \
+	JZ	tailDone; \
 	ADDQ	$8, SI; \
 	ADDQ	$8, DI; \
 tail4: \
@@ -84,6 +90,8 @@ tail4: \
 	JZ	tail2; \
 	MOVL	(SI), AX; \
 	MOVL	AX, (DI); \
+	TESTQ	$3, CX; \
+	JZ	tailDone; \
 	ADDQ	$4, SI; \
 	ADDQ	$4, DI; \
 tail2: \
@@ -492,6 +500,34 @@ vdone:
 	UNCATCH
 	MOVQ	$0, fault+24(FP)
 	RET
+
+// func storeKernel(dst, src *byte, n int) (fault uintptr)
+// ToDevice's kernel: a jump, with the frame as it came, to the store
+// kernel of the first variant the gates allow (wccopy_amd64.go variants).
+TEXT ·storeKernel(SB), NOSPLIT, $0-32
+	CMPB	·useMOVDIR64B(SB), $0
+	JNE	movdir64b
+	CMPB	·useAVX2(SB), $0
+	JNE	avx2
+	JMP	·storeSSE2(SB)
+movdir64b:
+	JMP	·storeMOVDIR64B(SB)
+avx2:
+	JMP	·storeAVX2(SB)
+
+// func loadKernel(dst, src *byte, n int) (fault uintptr)
+// FromDevice's kernel, as storeKernel; without SSE4.1 it is the generic
+// kernel's.
+TEXT ·loadKernel(SB), NOSPLIT, $0-32
+	CMPB	·useAVX2(SB), $0
+	JNE	avx2
+	CMPB	·useSSE41(SB), $0
+	JNE	sse41
+	JMP	·loadGeneric(SB)
+avx2:
+	JMP	·loadAVX2(SB)
+sse41:
+	JMP	·loadSSE41(SB)
 
 // func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24

@@ -30,11 +30,14 @@
 	MOVD	ZR, R19
 
 // HEAD(DEV) moves one, two, four and then eight bytes, each access naturally
-// aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned.
-// If R2 is too short for the next step it jumps to tail (R2 is then smaller
-// than DEV's alignment, so the tail's accesses stay aligned); it also jumps
-// there when fewer than 16 bytes remain at the end.
+// aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned;
+// an aligned DEV skips the steps with one test. If R2 is too short for the
+// next step it jumps to tail (R2 is then smaller than DEV's alignment, so
+// the tail's accesses stay aligned); it also jumps there when fewer than 16
+// bytes remain at the end.
 #define HEAD(DEV) \
+	TST	$15, DEV; \
+	BEQ	head16; \
 	TBZ	$0, DEV, head2; \
 	CBZ	R2, tail; \
 	MOVBU.P	1(R1), R3; \
@@ -123,16 +126,21 @@ bulk: \
 
 // TAIL moves the last R2 < 16 bytes with eight-, four-, two- and one-byte
 // accesses, in that order, each naturally aligned because the device
-// pointer is aligned at least as much as the widest of them.
+// pointer is aligned at least as much as the widest of them. It stops as
+// soon as nothing is left, so that a word-sized copy is one access.
 #define TAIL \
 tail: \
 	TBZ	$3, R2, tail4; \
 	MOVD.P	8(R1), R3; \
 	MOVD.P	R3, 8(R0); \
+	TST	$7, R2; \
+	BEQ	done; \
 tail4: \
 	TBZ	$2, R2, tail2; \
 	MOVWU.P	4(R1), R3; \
 	MOVW.P	R3, 4(R0); \
+	TST	$3, R2; \
+	BEQ	done; \
 tail2: \
 	TBZ	$1, R2, tail1; \
 	MOVHU.P	2(R1), R3; \
@@ -214,6 +222,26 @@ TEXT ·loadSTP(SB), NOSPLIT, $0-32
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
+
+// func storeKernel(dst, src *byte, n int) (fault uintptr)
+// ToDevice's kernel: a jump, with the frame and link register as they came,
+// to the store kernel of the first variant the gate allows
+// (wccopy_arm64.go variants).
+TEXT ·storeKernel(SB), NOSPLIT|NOFRAME, $0-32
+	MOVBU	·useNEON(SB), R3
+	CBNZ	R3, neon
+	JMP	·storeSTP(SB)
+neon:
+	JMP	·storeNEON(SB)
+
+// func loadKernel(dst, src *byte, n int) (fault uintptr)
+// FromDevice's kernel, as storeKernel.
+TEXT ·loadKernel(SB), NOSPLIT|NOFRAME, $0-32
+	MOVBU	·useNEON(SB), R3
+	CBNZ	R3, neon
+	JMP	·loadSTP(SB)
+neon:
+	JMP	·loadNEON(SB)
 
 // The word kernels: one naturally aligned access and its barrier.
 
