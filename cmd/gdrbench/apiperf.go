@@ -15,6 +15,10 @@ type apiPerfOptions struct {
 	size   int
 	iters  int
 	warmup int
+
+	copies bool
+	peer   string
+	rounds int
 }
 
 func newAPIPerfCommand(o *globalOptions) *cobra.Command {
@@ -24,20 +28,60 @@ func newAPIPerfCommand(o *globalOptions) *cobra.Command {
 		Short: "cost of pin, map, get_info, unmap and unpin per size (gdrcopy_apiperf)",
 		Long: `apiperf times each gdrdrv operation on buffers from 64 KiB to -s, doubling,
 like gdrcopy_apiperf: -w untimed warm-up rounds, then -n timed rounds of pin,
-map, get info, unmap and unpin. It prints the mean of each in microseconds.`,
+map, get info, unmap and unpin. It prints the mean of each in microseconds.
+
+--copies times the copies instead, and needs neither gdrdrv nor a GPU: for
+every size from 1 byte to -s, doubling, CopyToDevice and CopyFromDevice on
+write-back host memory that gdrcopy maps write-combining (a memfd through its
+DMA-BUF backend), the bare kernels on the same buffers, and with --peer the
+copies of another implementation, in --rounds interleaved rounds: in each,
+every test runs a batch of about 200 µs on each side, the sides taking turns at
+going first. It prints the median and the minimum over the rounds of each
+side's time per copy and, with a peer, the median, minimum and maximum of the
+rounds' ratios to it. Pinning gdrbench to one CPU (taskset -c N) runs the peer,
+which inherits the pinning, on the same one.
+
+The peer is a program that speaks this protocol on its standard input and
+output, one line each:
+
+  peer:     gdrbench-peer 1 <what it measures>
+  gdrbench: to <size> <iters>      or: from <size> <iters>
+  peer:     <nanoseconds>          or: error <reason>
+  gdrbench: quit
+
+For each request the peer makes a device-side and a host-side buffer of size
+bytes, 64-byte aligned, writes both, copies once untimed, then times iters
+copies back to back and answers their total time. A program that calls
+libgdrapi's gdr_copy_to_mapping and gdr_copy_from_mapping compares gdrcopy
+with libgdrapi; no such program comes with gdrbench.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if ao.size < gpuPageSize || ao.iters < 1 || ao.warmup < 0 {
-				return usageError("-s must be at least 65536, -n positive and -w not negative")
-			}
-			return ao.run(o)
+			return ao.check(o)
 		},
 	}
 	f := cmd.Flags()
 	f.IntVarP(&ao.size, "size", "s", 16<<20, "largest buffer size in bytes")
 	f.IntVarP(&ao.iters, "iters", "n", 100, "timed rounds per size")
 	f.IntVarP(&ao.warmup, "warmup", "w", 10, "untimed warm-up rounds per size")
+	f.BoolVar(&ao.copies, "copies", false, "time the copies on host memory instead of the gdrdrv operations")
+	f.StringVar(&ao.peer, "peer", "", "with --copies, also time the copies of this peer program")
+	f.IntVar(&ao.rounds, "rounds", 21, "with --copies, the number of interleaved rounds")
 	return cmd
+}
+
+// check validates the flags and runs the chosen measurement.
+func (ao *apiPerfOptions) check(o *globalOptions) error {
+	switch {
+	case ao.copies && (ao.size < 1 || ao.rounds < 1):
+		return usageError("with --copies, -s and --rounds must be positive")
+	case ao.copies:
+		return ao.runCopies(o)
+	case ao.peer != "":
+		return usageError("--peer needs --copies")
+	case ao.size < gpuPageSize || ao.iters < 1 || ao.warmup < 0:
+		return usageError("-s must be at least 65536, -n positive and -w not negative")
+	}
+	return ao.run(o)
 }
 
 // apiRow is one buffer size of apiperf: the mean time of each operation.
