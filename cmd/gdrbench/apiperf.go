@@ -49,9 +49,11 @@ output, one line each:
   peer:     <nanoseconds>          or: error <reason>
   gdrbench: quit
 
-For each request the peer makes a device-side and a host-side buffer of size
-bytes, 64-byte aligned, writes both, copies once untimed, then times iters
-copies back to back and answers their total time. A program that calls
+For each request the peer takes a device-side buffer of size bytes in a shared
+mapping of a memfd, as gdrbench's own is, and a 64-byte aligned host-side one;
+writes every byte of both with ordinary stores, front to back (no memset, which
+may stream); copies once untimed; then times iters copies back to back and
+answers their total time. A program that calls
 libgdrapi's gdr_copy_to_mapping and gdr_copy_from_mapping compares gdrcopy
 with libgdrapi; no such program comes with gdrbench.`,
 		Args: cobra.NoArgs,

@@ -23,10 +23,12 @@ import (
 //	...
 //	gdrbench: quit
 //
-// For each request the peer makes a device-side and a host-side buffer of
-// size bytes, 64-byte aligned, writes both, copies once untimed, and then
+// For each request the peer takes a device-side buffer of size bytes in a
+// shared mapping of a memfd and a 64-byte aligned host-side one, writes
+// every byte of both with ordinary stores, copies once untimed, and then
 // times iters copies back to back (to: host to device side; from: device
-// side to host) and answers the elapsed time of the iters in nanoseconds.
+// side to host) and answers the elapsed time of the iters in nanoseconds
+// (apiperf's help says the same for users).
 const (
 	peerGreeting = "gdrbench-peer 1 "
 	peerMaxLine  = 512
