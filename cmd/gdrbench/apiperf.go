@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +19,7 @@ type apiPerfOptions struct {
 
 	copies bool
 	peer   string
+	serve  bool
 	rounds int
 }
 
@@ -55,10 +57,13 @@ writes every byte of both with ordinary stores, front to back (no memset, which
 may stream); copies once untimed; then times iters copies back to back and
 answers their total time. A program that calls
 libgdrapi's gdr_copy_to_mapping and gdr_copy_from_mapping compares gdrcopy
-with libgdrapi; no such program comes with gdrbench.`,
+with libgdrapi; no such program comes with gdrbench. --serve makes gdrbench a
+peer with its own CopyToDevice and CopyFromDevice: --peer "gdrbench apiperf
+--copies --serve" times the same copies on both sides, which shows how far
+apart the method puts two equal implementations on this machine.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return ao.check(o)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return ao.check(o, cmd.InOrStdin())
 		},
 	}
 	f := cmd.Flags()
@@ -66,20 +71,26 @@ with libgdrapi; no such program comes with gdrbench.`,
 	f.IntVarP(&ao.iters, "iters", "n", 100, "timed rounds per size")
 	f.IntVarP(&ao.warmup, "warmup", "w", 10, "untimed warm-up rounds per size")
 	f.BoolVar(&ao.copies, "copies", false, "time the copies on host memory instead of the gdrdrv operations")
-	f.StringVar(&ao.peer, "peer", "", "with --copies, also time the copies of this peer program")
+	f.StringVar(&ao.peer, "peer", "", "with --copies, also time the copies of this peer command (a program and its arguments, split at spaces)")
+	f.BoolVar(&ao.serve, "serve", false, "with --copies, be a peer: answer the peer protocol on standard input and output with this gdrbench's copies")
 	f.IntVar(&ao.rounds, "rounds", 21, "with --copies, the number of interleaved rounds")
 	return cmd
 }
 
-// check validates the flags and runs the chosen measurement.
-func (ao *apiPerfOptions) check(o *globalOptions) error {
+// check validates the flags and runs the chosen measurement; in is the
+// standard input --serve reads.
+func (ao *apiPerfOptions) check(o *globalOptions, in io.Reader) error {
 	switch {
 	case ao.copies && (ao.size < 1 || ao.rounds < 1):
 		return usageError("with --copies, -s and --rounds must be positive")
+	case ao.copies && ao.serve && ao.peer != "":
+		return usageError("--serve and --peer exclude each other")
+	case ao.copies && ao.serve:
+		return ao.serveCopies(o, in)
 	case ao.copies:
 		return ao.runCopies(o)
-	case ao.peer != "":
-		return usageError("--peer needs --copies")
+	case ao.peer != "" || ao.serve:
+		return usageError("--peer and --serve need --copies")
 	case ao.size < gpuPageSize || ao.iters < 1 || ao.warmup < 0:
 		return usageError("-s must be at least 65536, -n positive and -w not negative")
 	}

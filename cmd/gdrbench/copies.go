@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -98,27 +100,7 @@ func (ao *apiPerfOptions) runCopies(o *globalOptions) (err error) {
 // copySides returns the sides to time: the API on m, its kernels, and the
 // peer if ao names one, whose stop function ends it.
 func (ao *apiPerfOptions) copySides(o *globalOptions, m *gdrcopy.Mapping) ([]copySide, *copiesInfo, func() error, error) {
-	dev := m.Bytes()
-	host := alignedBytes(ao.size)
-	toK, fromK := m.Kernels()
-	write := func(size int) {
-		fill(dev[:size], 1)
-		fill(host[:size], 2)
-	}
-	api := func(dir string, size, iters int) (time.Duration, error) {
-		write(size)
-		if dir == "to" {
-			return timeCopyToDevice(m, host[:size], iters)
-		}
-		return timeCopyFromDevice(m, host[:size], iters)
-	}
-	kernel := func(dir string, size, iters int) (time.Duration, error) {
-		write(size)
-		if dir == "to" {
-			return timeKernel(toK, dev[:size], host[:size], iters), nil
-		}
-		return timeKernel(fromK, host[:size], dev[:size], iters), nil
-	}
+	api, kernel := ownSides(m, ao.size)
 	info := &copiesInfo{Memory: copiesMemory, Rounds: ao.rounds, BatchUS: us(copyBatch)}
 	sides := []copySide{api, kernel}
 	if ao.peer == "" {
@@ -130,6 +112,71 @@ func (ao *apiPerfOptions) copySides(o *globalOptions, m *gdrcopy.Mapping) ([]cop
 	}
 	info.Peer = p.name
 	return append(sides, p.measure), info, p.close, nil
+}
+
+// ownSides returns gdrbench's own sides on m, for copies of up to max
+// bytes: the API (CopyToDevice, CopyFromDevice) and the bare kernels. Each
+// batch first writes both buffers, as the peer protocol has the peer do.
+func ownSides(m *gdrcopy.Mapping, max int) (api, kernel copySide) {
+	dev := m.Bytes()
+	host := alignedBytes(max)
+	toK, fromK := m.Kernels()
+	write := func(size int) {
+		fill(dev[:size], 1)
+		fill(host[:size], 2)
+	}
+	api = func(dir string, size, iters int) (time.Duration, error) {
+		write(size)
+		if dir == "to" {
+			return timeCopyToDevice(m, host[:size], iters)
+		}
+		return timeCopyFromDevice(m, host[:size], iters)
+	}
+	kernel = func(dir string, size, iters int) (time.Duration, error) {
+		write(size)
+		if dir == "to" {
+			return timeKernel(toK, dev[:size], host[:size], iters), nil
+		}
+		return timeKernel(fromK, host[:size], dev[:size], iters), nil
+	}
+	return api, kernel
+}
+
+// serveCopies is apiperf --copies --serve: the peer's side of the protocol
+// on in and o.stdout, with this gdrbench's CopyToDevice and CopyFromDevice
+// on copies of up to -s bytes. With it gdrbench is its own peer, which
+// shows how far apart two runs of the same copies come out.
+func (ao *apiPerfOptions) serveCopies(o *globalOptions, in io.Reader) (err error) {
+	d, m, err := openHostMapping(ao.size)
+	if err != nil {
+		return failError(err)
+	}
+	defer func() { err = errors.Join(err, d.Close()) }()
+	api, _ := ownSides(m, ao.size)
+	fmt.Fprintf(o.stdout, "%s%s CopyToDevice/CopyFromDevice\n", peerGreeting, versionLine())
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		if sc.Text() == "quit" {
+			return nil
+		}
+		var dir string
+		var size, iters int
+		_, perr := fmt.Sscanf(sc.Text(), "%s %d %d", &dir, &size, &iters)
+		switch {
+		case perr != nil || (dir != "to" && dir != "from"):
+			fmt.Fprintln(o.stdout, "error not a request: want to|from <size> <iters>")
+		case size < 1 || size > ao.size || iters < 1:
+			fmt.Fprintf(o.stdout, "error size must be 1 to %d (-s) and iters positive\n", ao.size)
+		default:
+			t, err := api(dir, size, iters)
+			if err != nil {
+				fmt.Fprintf(o.stdout, "error %v\n", err)
+				continue
+			}
+			fmt.Fprintln(o.stdout, max(t.Nanoseconds(), 1))
+		}
+	}
+	return sc.Err()
 }
 
 // timeCopyToDevice, timeCopyFromDevice and timeKernel are a batch of one

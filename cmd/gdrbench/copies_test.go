@@ -20,9 +20,16 @@ const (
 	fakePeerLogEnv = "GDRBENCH_FAKE_PEER_LOG"
 )
 
+// runMainEnv makes the test binary gdrbench itself, run with its
+// arguments: a peer command "gdrbench apiperf --copies --serve".
+const runMainEnv = "GDRBENCH_RUN_MAIN"
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakePeerEnv); mode != "" {
 		os.Exit(fakePeer(mode))
+	}
+	if os.Getenv(runMainEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -127,20 +134,24 @@ func TestCopies(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
-	// The peer timed every case once a round, in the same order, with the
-	// number of copies gdrbench chose for it.
-	b, err := os.ReadFile(logName)
+	checkPeerLog(t, logName, rep.Results, rounds)
+}
+
+// checkPeerLog checks that the peer timed every case once a round, in the
+// order of rows, with the number of copies gdrbench chose for it.
+func checkPeerLog(t *testing.T, name string, rows []copyRow, rounds int) {
+	t.Helper()
+	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wantLog []string
+	var want []string
 	for range rounds {
-		for _, r := range rep.Results {
-			dir := strings.TrimSuffix(r.Direction, "_device")
-			wantLog = append(wantLog, fmt.Sprintf("%s %d %d", dir, r.Size, r.Iters))
+		for _, r := range rows {
+			want = append(want, fmt.Sprintf("%s %d %d", strings.TrimSuffix(r.Direction, "_device"), r.Size, r.Iters))
 		}
 	}
-	if diff := cmp.Diff(wantLog, strings.Split(strings.TrimSpace(string(b)), "\n")); diff != "" {
+	if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(string(b)), "\n")); diff != "" {
 		t.Errorf("peer requests (-want +got):\n%s", diff)
 	}
 }
@@ -191,5 +202,53 @@ func TestCopiesPeerErrors(t *testing.T) {
 	code, _, stderr := runCLI(t, "apiperf", "--copies", "-s", "8", "--peer", t.TempDir()+"/none")
 	if code != exitFail || !strings.Contains(stderr, "peer") {
 		t.Errorf("missing peer program: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestCopiesServe runs gdrbench as its own peer, through the protocol, as
+// the A/A check in apiperf's help does.
+func TestCopiesServe(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(runMainEnv, "1")
+	code, stdout, stderr := runCLI(t, "--format", "json", "apiperf", "--copies", "-s", "16", "--rounds", "2",
+		"--peer", self+" apiperf --copies --serve -s 16")
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	var rep copiesReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Copies == nil || !strings.HasPrefix(rep.Copies.Peer, "gdrbench ") || len(rep.Results) != 10 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, r := range rep.Results {
+		if r.PeerNS == nil || *r.PeerNS <= 0 {
+			t.Errorf("%s %d: no peer time", r.Direction, r.Size)
+		}
+	}
+}
+
+// TestServeCopies checks --serve's answers to good and bad requests.
+func TestServeCopies(t *testing.T) {
+	var out strings.Builder
+	o := &globalOptions{stdout: &out, stderr: &out}
+	ao := &apiPerfOptions{size: 64}
+	in := "to 8 10\nfrom 64 3\nsideways 8 1\nto 65 1\nfrom 8 0\nto 8\nquit\nto 8 1\n"
+	if err := ao.serveCopies(o, strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 7 || !strings.HasPrefix(lines[0], peerGreeting+"gdrbench ") {
+		t.Fatalf("answers:\n%s", out.String())
+	}
+	for i, l := range lines[1:] {
+		isErr := strings.HasPrefix(l, "error ")
+		if wantErr := i >= 2; isErr != wantErr {
+			t.Errorf("answer %d to %q: %q", i, strings.Split(in, "\n")[i], l)
+		}
 	}
 }

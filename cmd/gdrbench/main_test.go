@@ -38,6 +38,8 @@ func TestUsageErrors(t *testing.T) {
 		{"apiperf", "--peer", "/bin/true"},
 		{"apiperf", "--copies", "--rounds", "0"},
 		{"apiperf", "--copies", "-s", "0"},
+		{"apiperf", "--serve"},
+		{"apiperf", "--copies", "--serve", "--peer", "x"},
 		{"sanity", "-t", "no_such_test"},
 		{"sanity", "--bogus"},
 	}

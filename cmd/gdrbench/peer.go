@@ -14,8 +14,8 @@ import (
 )
 
 // The peer protocol of apiperf --copies, version 1: gdrbench starts the
-// peer program with no arguments and speaks to it in lines of text on its
-// standard input and output.
+// peer command and speaks to it in lines of text on its standard input and
+// output.
 //
 //	peer:     gdrbench-peer 1 <what it measures>
 //	gdrbench: to <size> <iters>      (or: from <size> <iters>)
@@ -54,9 +54,15 @@ type peerLine struct {
 	err  error
 }
 
-// startPeer starts path and reads its greeting.
-func startPeer(path string, stderr io.Writer) (*peer, error) {
-	cmd := exec.Command(path)
+// startPeer starts command, a program and its arguments split at spaces,
+// and reads its greeting.
+func startPeer(command string, stderr io.Writer) (*peer, error) {
+	args := strings.Fields(command)
+	if len(args) == 0 {
+		return nil, errors.New("peer: no command")
+	}
+	path := args[0]
+	cmd := exec.Command(path, args[1:]...)
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
