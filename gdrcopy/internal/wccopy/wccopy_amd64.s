@@ -352,6 +352,8 @@ last16:
 
 vdone:
 	VZEROUPPER
+	TESTQ	CX, CX
+	JZ	tailDone
 	TAIL
 	SFENCE
 	UNCATCH
@@ -423,6 +425,8 @@ last16:
 
 vdone:
 	VZEROUPPER
+	TESTQ	CX, CX
+	JZ	tailDone
 	TAIL
 	UNCATCH
 	MOVQ	$0, fault+24(FP)
@@ -495,6 +499,8 @@ last16:
 
 vdone:
 	VZEROUPPER
+	TESTQ	CX, CX
+	JZ	tailDone
 	TAIL
 	SFENCE
 	UNCATCH
