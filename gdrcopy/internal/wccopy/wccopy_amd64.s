@@ -32,7 +32,7 @@
 	JZ	head2; \
 	CMPQ	CX, $1; \
 	JB	tail; \
-	MOVB	(SI), AX; \
+	MOVBLZX	(SI), AX; \
 	MOVB	AX, (DI); \
 	INCQ	SI; \
 	INCQ	DI; \
@@ -42,7 +42,7 @@ head2: \
 	JZ	head4; \
 	CMPQ	CX, $2; \
 	JB	tail; \
-	MOVW	(SI), AX; \
+	MOVWLZX	(SI), AX; \
 	MOVW	AX, (DI); \
 	ADDQ	$2, SI; \
 	ADDQ	$2, DI; \
@@ -97,14 +97,14 @@ tail4: \
 tail2: \
 	TESTQ	$2, CX; \
 	JZ	tail1; \
-	MOVW	(SI), AX; \
+	MOVWLZX	(SI), AX; \
 	MOVW	AX, (DI); \
 	ADDQ	$2, SI; \
 	ADDQ	$2, DI; \
 tail1: \
 	TESTQ	$1, CX; \
 	JZ	tailDone; \
-	MOVB	(SI), AX; \
+	MOVBLZX	(SI), AX; \
 	MOVB	AX, (DI); \
 tailDone:
 
