@@ -19,6 +19,16 @@
 #include "textflag.h"
 #include "fault.h"
 
+// SMALL(DEV) lets a copy of fewer than 16 bytes whose DEV is 16-byte
+// aligned fall through to the TAIL that follows it, taking no branch; every
+// other copy goes to head. Each kernel is laid out SMALL, TAIL, its return,
+// then HEAD and the vector steps, which jump back to tail.
+#define SMALL(DEV) \
+	CMPQ	CX, $16; \
+	JAE	head; \
+	TESTQ	$15, DEV; \
+	JNZ	head
+
 // HEAD(DEV) moves one, two, four and then eight bytes, each access naturally
 // aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned;
 // an aligned DEV skips the steps with one test. If CX is too short for the
@@ -26,6 +36,7 @@
 // the tail's accesses stay aligned); it also jumps there when fewer than 16
 // bytes remain at the end.
 #define HEAD(DEV) \
+head: \
 	TESTQ	$15, DEV; \
 	JZ	head16; \
 	TESTQ	$1, DEV; \
@@ -141,6 +152,13 @@ TEXT ·storeSSE2(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(DI)
+	TAIL
+	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(DI)
 	TESTQ	$16, DI
 	JZ	align64
@@ -205,12 +223,6 @@ last16:
 	ADVANCE(16)
 	JMP	last16
 
-	TAIL
-	SFENCE
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
-
 // func loadSSE41(dst, src *byte, n int) (fault uintptr)
 // Requires: SSE4.1
 TEXT ·loadSSE41(SB), NOSPLIT, $0-32
@@ -218,6 +230,12 @@ TEXT ·loadSSE41(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(SI)
+	TAIL
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(SI)
 	TESTQ	$16, SI
 	JZ	align64
@@ -282,11 +300,6 @@ last16:
 	ADVANCE(16)
 	JMP	last16
 
-	TAIL
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
-
 // func storeAVX2(dst, src *byte, n int) (fault uintptr)
 // Requires: AVX
 TEXT ·storeAVX2(SB), NOSPLIT, $0-32
@@ -294,6 +307,13 @@ TEXT ·storeAVX2(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(DI)
+	TAIL
+	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(DI)
 	TESTQ	$16, DI
 	JZ	align64
@@ -353,12 +373,8 @@ last16:
 vdone:
 	VZEROUPPER
 	TESTQ	CX, CX
-	JZ	tailDone
-	TAIL
-	SFENCE
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
+	JNZ	tail
+	JMP	tailDone
 
 // func loadAVX2(dst, src *byte, n int) (fault uintptr)
 // Requires: AVX, AVX2
@@ -367,6 +383,12 @@ TEXT ·loadAVX2(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(SI)
+	TAIL
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(SI)
 	TESTQ	$16, SI
 	JZ	align64
@@ -426,11 +448,8 @@ last16:
 vdone:
 	VZEROUPPER
 	TESTQ	CX, CX
-	JZ	tailDone
-	TAIL
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
+	JNZ	tail
+	JMP	tailDone
 
 // func storeMOVDIR64B(dst, src *byte, n int) (fault uintptr)
 // Requires: AVX, MOVDIR64B
@@ -439,6 +458,13 @@ TEXT ·storeMOVDIR64B(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(DI)
+	TAIL
+	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(DI)
 	TESTQ	$16, DI
 	JZ	align64
@@ -500,40 +526,37 @@ last16:
 vdone:
 	VZEROUPPER
 	TESTQ	CX, CX
-	JZ	tailDone
-	TAIL
-	SFENCE
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
+	JNZ	tail
+	JMP	tailDone
 
 // func storeKernel(dst, src *byte, n int) (fault uintptr)
 // ToDevice's kernel: a jump, with the frame as it came, to the store
 // kernel of the first variant the gates allow (wccopy_amd64.go variants).
+// The best variant is reached with no branch taken before the jump.
 TEXT ·storeKernel(SB), NOSPLIT, $0-32
 	CMPB	·useMOVDIR64B(SB), $0
-	JNE	movdir64b
-	CMPB	·useAVX2(SB), $0
-	JNE	avx2
-	JMP	·storeSSE2(SB)
-movdir64b:
+	JEQ	noMOVDIR64B
 	JMP	·storeMOVDIR64B(SB)
-avx2:
+noMOVDIR64B:
+	CMPB	·useAVX2(SB), $0
+	JEQ	noAVX2
 	JMP	·storeAVX2(SB)
+noAVX2:
+	JMP	·storeSSE2(SB)
 
 // func loadKernel(dst, src *byte, n int) (fault uintptr)
 // FromDevice's kernel, as storeKernel; without SSE4.1 it is the generic
 // kernel's.
 TEXT ·loadKernel(SB), NOSPLIT, $0-32
 	CMPB	·useAVX2(SB), $0
-	JNE	avx2
-	CMPB	·useSSE41(SB), $0
-	JNE	sse41
-	JMP	·loadGeneric(SB)
-avx2:
+	JEQ	noAVX2
 	JMP	·loadAVX2(SB)
-sse41:
+noAVX2:
+	CMPB	·useSSE41(SB), $0
+	JEQ	noSSE41
 	JMP	·loadSSE41(SB)
+noSSE41:
+	JMP	·loadGeneric(SB)
 
 // func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24

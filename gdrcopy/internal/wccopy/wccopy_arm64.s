@@ -29,6 +29,16 @@
 #define UNCATCH \
 	MOVD	ZR, R19
 
+// SMALL(DEV) lets a copy of fewer than 16 bytes whose DEV is 16-byte
+// aligned fall through to the TAIL that follows it, taking no branch; every
+// other copy goes to head. Each kernel is laid out SMALL, TAIL, its return,
+// then HEAD and the vector steps, which branch back to tail.
+#define SMALL(DEV) \
+	CMP	$16, R2; \
+	BHS	head; \
+	TST	$15, DEV; \
+	BNE	head
+
 // HEAD(DEV) moves one, two, four and then eight bytes, each access naturally
 // aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned;
 // an aligned DEV skips the steps with one test. If R2 is too short for the
@@ -36,6 +46,7 @@
 // the tail's accesses stay aligned); it also jumps there when fewer than 16
 // bytes remain at the end.
 #define HEAD(DEV) \
+head: \
 	TST	$15, DEV; \
 	BEQ	head16; \
 	TBZ	$0, DEV, head2; \
@@ -167,15 +178,18 @@ TEXT ·storeNEON(SB), NOSPLIT, $0-32
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
-	HEAD(R0)
-	STEPS(R0)
-	NEON64
-	CHUNKS
+	SMALL(R0)
 	TAIL
 	STORE_FENCE
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
+
+	HEAD(R0)
+	STEPS(R0)
+	NEON64
+	CHUNKS
+	B	tail
 
 // func loadNEON(dst, src *byte, n int) (fault uintptr)
 TEXT ·loadNEON(SB), NOSPLIT, $0-32
@@ -183,14 +197,17 @@ TEXT ·loadNEON(SB), NOSPLIT, $0-32
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
-	HEAD(R1)
-	STEPS(R1)
-	NEON64
-	CHUNKS
+	SMALL(R1)
 	TAIL
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
+
+	HEAD(R1)
+	STEPS(R1)
+	NEON64
+	CHUNKS
+	B	tail
 
 // func storeSTP(dst, src *byte, n int) (fault uintptr)
 TEXT ·storeSTP(SB), NOSPLIT, $0-32
@@ -198,15 +215,18 @@ TEXT ·storeSTP(SB), NOSPLIT, $0-32
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
-	HEAD(R0)
-	STEPS(R0)
-	STP32
-	CHUNKS
+	SMALL(R0)
 	TAIL
 	STORE_FENCE
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
+
+	HEAD(R0)
+	STEPS(R0)
+	STP32
+	CHUNKS
+	B	tail
 
 // func loadSTP(dst, src *byte, n int) (fault uintptr)
 TEXT ·loadSTP(SB), NOSPLIT, $0-32
@@ -214,34 +234,38 @@ TEXT ·loadSTP(SB), NOSPLIT, $0-32
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
-	HEAD(R1)
-	STEPS(R1)
-	STP32
-	CHUNKS
+	SMALL(R1)
 	TAIL
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
 
+	HEAD(R1)
+	STEPS(R1)
+	STP32
+	CHUNKS
+	B	tail
+
 // func storeKernel(dst, src *byte, n int) (fault uintptr)
 // ToDevice's kernel: a jump, with the frame and link register as they came,
 // to the store kernel of the first variant the gate allows
-// (wccopy_arm64.go variants).
+// (wccopy_arm64.go variants). The best variant is reached with no branch
+// taken before the jump.
 TEXT ·storeKernel(SB), NOSPLIT|NOFRAME, $0-32
 	MOVBU	·useNEON(SB), R3
-	CBNZ	R3, neon
-	JMP	·storeSTP(SB)
-neon:
+	CBZ	R3, noNEON
 	JMP	·storeNEON(SB)
+noNEON:
+	JMP	·storeSTP(SB)
 
 // func loadKernel(dst, src *byte, n int) (fault uintptr)
 // FromDevice's kernel, as storeKernel.
 TEXT ·loadKernel(SB), NOSPLIT|NOFRAME, $0-32
 	MOVBU	·useNEON(SB), R3
-	CBNZ	R3, neon
-	JMP	·loadSTP(SB)
-neon:
+	CBZ	R3, noNEON
 	JMP	·loadNEON(SB)
+noNEON:
+	JMP	·loadSTP(SB)
 
 // The word kernels: one naturally aligned access and its barrier.
 
