@@ -59,6 +59,7 @@ type reportOptions struct {
 	aerThreshold uint64
 	requireCaps  []check.Capability
 	interval     time.Duration
+	golden       string // --golden: the snapshot --prometheus compares the fabric with (diff.go)
 }
 
 func (ro *reportOptions) addFlags(cmd *cobra.Command) {
@@ -76,6 +77,7 @@ func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&ro.config, "config", "", "read settings (require = LIST, aer-threshold = N) from `FILE` (default "+defaultConfig+" when present); flags win")
 	f.Uint64Var(&ro.aerThreshold, "aer-threshold", check.DefaultAERThreshold, "correctable AER errors, new since the previous --prometheus file or since boot without one, that warn")
 	f.DurationVar(&ro.interval, "interval", 0, "run the report every `DURATION` (e.g. 5m), rewriting --prometheus and --nfd, until SIGTERM or SIGINT")
+	f.StringVar(&ro.golden, "golden", "", "with --prometheus, also count the fabric's differences from this golden snapshot `FILE` (see p2pcheck diff)")
 }
 
 // capabilityNames lists the capabilities --require takes.
@@ -176,6 +178,9 @@ func (ro *reportOptions) validate() error {
 	if ro.interval != 0 && ro.interval < minInterval {
 		return usageError("--interval must be at least %v (a run reads the whole machine and rewrites the fleet files), not %v", minInterval, ro.interval)
 	}
+	if ro.golden != "" && ro.prometheus == "" {
+		return usageError("--golden counts drift in the --prometheus textfile: give --prometheus too (p2pcheck diff prints it)")
+	}
 	return ro.validatePID()
 }
 
@@ -234,7 +239,7 @@ func (ro *reportOptions) report(ids []string) error {
 	if err != nil {
 		return err
 	}
-	if err := ro.writeFleetFiles(rep, now().Sub(start)); err != nil {
+	if err := ro.writeFleetFiles(rep, now().Sub(start), n); err != nil {
 		return err
 	}
 	if rep.ExitCode != 0 {
@@ -345,9 +350,15 @@ func (ro *reportOptions) runProbe(n *node.Node, src check.Source) *check.ProbeRe
 
 // writeFleetFiles writes the Prometheus textfile and the NFD features file when
 // asked for, each atomically (writeFileAtomic).
-func (ro *reportOptions) writeFleetFiles(rep check.Report, took time.Duration) error {
+func (ro *reportOptions) writeFleetFiles(rep check.Report, took time.Duration, n *node.Node) error {
 	return ro.writeFleet(
-		func() (*prometheus.Registry, error) { return render.PrometheusRegistry(rep, took) },
+		func() (*prometheus.Registry, error) {
+			reg, err := render.PrometheusRegistry(rep, took)
+			if err == nil {
+				ro.fabricMetrics(reg, n)
+			}
+			return reg, err
+		},
 		func(w io.Writer) error { return render.NFDFeatures(w, rep, rep.Timestamp.Add(ro.nfdTTL)) })
 }
 
