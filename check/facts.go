@@ -165,7 +165,7 @@ type Facts struct {
 
 	calc *p2pdma.Calculator
 	// gaps is true when some function's parent is not known: verdicts are then
-	// checked for walks through it (p2pdma.CheckComplete).
+	// checked for walks through it (p2pdma.Calculator.CheckComplete).
 	gaps    bool
 	devices []*pcie.Device // node.Interesting()
 	roles   []role         // roleOf(devices[i])
