@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -289,5 +290,44 @@ func TestJudgeTranslationMatchesEachPair(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestScanDeepTree: a chain of 250 bridges whose ACS was not read, ten GPUs below
+// each, as a crafted snapshot builds it from short sysfs paths (defect 2 of issue
+// 21: --quick took 13 s). The ten GPUs below a bridge are twins, so the report
+// judges about 250²/2 pairs of classes, not the 3 million pairs, and each verdict
+// lists one unread bridge, not up to 250: the scan's verdicts and allocations are
+// counted.
+func TestScanDeepTree(t *testing.T) {
+	var recs []pcie.Record
+	parent := "pci0000:00"
+	for i := range 250 {
+		b := pcie.Address{Bus: uint8(i)}
+		recs = append(recs, pcie.Record{Address: b, Path: parent + "/" + b.String(), Class: 0x060400})
+		for g := range 10 {
+			a := pcie.Address{Bus: uint8(i), Device: uint8(1 + g)}
+			recs = append(recs, pcie.Record{Address: a, Path: "pci0000:00/" + b.String() + "/" + a.String(), Class: 0x030200, Vendor: 0x10de, Device: 0x2335})
+		}
+		parent = "pci0000:00/" + b.String()
+	}
+	f := NewFacts(&node.Node{Topology: pcie.NewTopology(recs)}, Inputs{Source: Snapshot})
+	if got := len(f.pairClasses()); got != 250 {
+		t.Fatalf("%d classes, want one per bridge", got)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := f.scan()
+	runtime.ReadMemStats(&after)
+	if s.n != 2500*2499/2 || s.acs.unknown != s.n {
+		t.Errorf("%d pairs, %d with ACS unknown; want %d of each", s.n, s.acs.unknown, 2500*2499/2)
+	}
+	classPairs := 250 * 251 / 2
+	if limit := 2*classPairs + 3*maxPairLines; f.verdicts > limit {
+		t.Errorf("%d verdicts computed, want at most %d", f.verdicts, limit)
+	}
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(64<<20); got > limit {
+		t.Errorf("the scan allocated %d MiB, want at most %d", got>>20, limit>>20)
 	}
 }
