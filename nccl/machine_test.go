@@ -300,7 +300,7 @@ func TestFixtures(t *testing.T) {
 		{"dgx-h100", nil, nil, func(t *testing.T, r *Report) {
 			want := map[[2]int]string{{0, 1}: "P2P/CUMEM", {0, 2}: "SHM/direct/direct", {0, 4}: "SHM/direct/direct"}
 			for _, p := range r.GPUPairs {
-				if w, ok := want[[2]int{p.From, p.To}]; ok && p.Via != w {
+				if w, ok := want[[2]int{p.From, p.To}]; ok && p.otherwise().Via != w {
 					t.Errorf("GPU%d->GPU%d via %s; want %s", p.From, p.To, p.Via, w)
 				}
 			}
@@ -329,7 +329,7 @@ func TestFixtures(t *testing.T) {
 		{"dgx-h100", nil, ndr, func(t *testing.T, r *Report) {
 			want := map[[2]int]string{{0, 2}: "SHM/direct/direct", {0, 4}: "NET/IB"}
 			for _, p := range r.GPUPairs {
-				if w, ok := want[[2]int{p.From, p.To}]; ok && p.Via != w {
+				if w, ok := want[[2]int{p.From, p.To}]; ok && p.otherwise().Via != w {
 					t.Errorf("GPU%d->GPU%d via %s; want %s (%s)", p.From, p.To, p.Via, w, p.Why)
 				}
 			}
@@ -417,7 +417,7 @@ func TestVersionDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range r.GPUPairs {
-				if p.Via != tt.via {
+				if p.otherwise().Via != tt.via {
 					t.Errorf("GPU%d->GPU%d via %s; want %s (%s)", p.From, p.To, p.Via, tt.via, p.Why)
 				}
 			}
