@@ -64,6 +64,9 @@ func TestNCCLTopologyPaths(t *testing.T) {
 		{"first capture", "h200-1gpu-first/nccl-topo.xml", "h200-1gpu-first/nccl-info.log"},
 		{"device run", "h200-1gpu/nccl-topo.xml", "h200-1gpu/nccl-info.log"},
 		{"p2pcheck's XML fed back", "h200-1gpu/p2pcheck-topo.xml", "h200-1gpu/nccl-info-topofile.log"},
+		{"offline run", "h200-1gpu-offline/nccl-topo.xml", "h200-1gpu-offline/nccl-info-0.log"},
+		{"offline run, p2pcheck's XML fed back", "h200-1gpu-offline/p2pcheck-topo.xml", "h200-1gpu-offline/nccl-info-topofile-0.log"},
+		{"offline run, two ranks as two hosts", "h200-1gpu-offline/nccl-topo-2rank.xml", "h200-1gpu-offline/nccl-2rank-0.log"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := readLog(t, filepath.Join(testdata, tt.log))
