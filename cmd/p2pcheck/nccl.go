@@ -205,7 +205,7 @@ func (no *ncclOptions) machineInput(n *node.Node, assume map[string]string, ver 
 
 // runTopoFile predicts for the machine an NCCL topology XML describes.
 func (no *ncclOptions) runTopoFile(assume map[string]string, ver nccl.Version, verSrc string) error {
-	root, err := readTopoFile(no.topoFile)
+	root, err := no.global.readTopoFile(no.topoFile)
 	if err != nil {
 		return err
 	}
@@ -222,8 +222,8 @@ func (no *ncclOptions) runTopoFile(assume map[string]string, ver nccl.Version, v
 }
 
 // readTopoFile reads and parses an NCCL topology XML a user named.
-func readTopoFile(name string) (*nccl.Node, error) {
-	f, err := openUserInput(name, maxTopoFile)
+func (o *globalOptions) readTopoFile(name string) (*nccl.Node, error) {
+	f, err := o.openInput(name, kindTopoFile)
 	if err != nil {
 		return nil, noEvalError(err)
 	}

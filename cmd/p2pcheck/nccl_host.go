@@ -96,6 +96,10 @@ func (o *globalOptions) ncclRecord() ([]byte, []string) {
 	return b, conf
 }
 
+// kindNCCLConfFile is an NCCL configuration file: NCCL reads it whole, p2pcheck
+// its first MiB (nccl.ParseConf).
+var kindNCCLConfFile = hostfs.Kind{Name: "NCCL configuration file", Limit: 1 << 20}
+
 // ncclConfFiles reads the configuration files NCCL reads (nccl.ConfPaths) below
 // root. A relative NCCL_CONF_FILE, which NCCL opens from the job's working
 // directory, is not read.
@@ -109,7 +113,7 @@ func ncclConfFiles(root hostfs.Root, paths []string) []nccl.ConfFile {
 		if name == "" {
 			continue
 		}
-		if b, err := root.ReadFile(name, 1<<20); err == nil {
+		if b, err := root.ReadKind(name, kindNCCLConfFile); err == nil {
 			files = append(files, nccl.ConfFile{Path: p, Data: b})
 		}
 	}
