@@ -94,7 +94,7 @@ func (p *predictor) whatIf(c setting) (*engine, error) {
 	if c.value == "" {
 		set = p.in.Settings.without(c.name)
 	}
-	return p.engine(p.in.Topology, set, p.in.Facts)
+	return p.engine(source{xml: p.in.Topology, base: true}, set, p.in.Facts)
 }
 
 func (s Settings) without(name string) Settings {

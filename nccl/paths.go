@@ -211,7 +211,7 @@ func (s *System) FormatPaths() []string {
 
 func (s *System) pathLine(n *topoNode) string {
 	var b strings.Builder
-	b.WriteString(s.labelOf(n) + " :")
+	b.WriteString(s.headerOf(n) + " :")
 	for pt := range nodeTypes {
 		if n.paths[pt] == nil {
 			continue

@@ -175,6 +175,15 @@ func (s *System) labelOf(n *topoNode) string {
 	return n.label()
 }
 
+// headerOf names n at the start of its path line: as labelOf from 2.23; in 2.21
+// and 2.22 printNodePaths still began the line the old way ("GPU/CE000 :").
+func (s *System) headerOf(n *topoNode) string {
+	if !s.ver.AtLeast(2, 23) {
+		return nodeNames[n.typ] + "/" + strings.ToUpper(strconv.FormatUint(uint64(n.id), 16))
+	}
+	return n.label()
+}
+
 // bwString formats a path bandwidth as release v's path lines do.
 func (s *System) bwString(bw float32) string {
 	if legacyLabels(s.ver) {

@@ -134,6 +134,10 @@ type Input struct {
 	// with the topology were it true: a decision that differs between the two
 	// says so (Alternative).
 	Unknowns []Unknown
+
+	// printed is the topology NCCL printed, when the input comes from a log
+	// (LogInput) rather than an XML.
+	printed *printedTopo
 }
 
 // Unknown is a fact a prediction needs and could not read.
@@ -143,6 +147,16 @@ type Unknown struct {
 	Fact, Why string
 	// Topology is the input's topology with the fact true.
 	Topology *Node
+	// tweak makes the fact true on a system built from a printed topology.
+	tweak func(*System)
+}
+
+// source is a topology to build a system from: an XML, or the input's printed
+// topology, with a change made to it.
+type source struct {
+	xml   *Node
+	tweak func(*System)
+	base  bool
 }
 
 // unmodelled lists what NCCL does that Predict leaves out.
@@ -205,11 +219,11 @@ func Predict(in Input) (*Report, error) {
 		p.ver = DefaultVersion
 	}
 	var err error
-	if p.raw, err = rawPaths(in.Topology, p.ver); err != nil {
+	base := source{xml: in.Topology, base: true}
+	if p.raw, err = p.rawPaths(base); err != nil {
 		return nil, err
 	}
-	p.work += p.raw.work
-	if p.e, err = p.engine(in.Topology, in.Settings, in.Facts); err != nil {
+	if p.e, err = p.engine(base, in.Settings, in.Facts); err != nil {
 		return nil, err
 	}
 	e := p.e
@@ -250,15 +264,30 @@ func Predict(in Input) (*Report, error) {
 	return r, nil
 }
 
-// engine builds the system from topology and computes NCCL's paths under set.
-func (p *predictor) engine(topology *Node, set Settings, facts Facts) (*engine, error) {
-	sys, err := newSystem(topology, p.ver)
+// system builds the system of src.
+func (p *predictor) system(src source) (*System, error) {
+	var sys *System
+	var err error
+	if p.in.printed != nil {
+		sys, err = p.in.printed.build(p.ver)
+	} else {
+		sys, err = newSystem(src.xml, p.ver)
+	}
+	if err == nil && src.tweak != nil {
+		src.tweak(sys)
+	}
+	return sys, err
+}
+
+// engine builds the system of src and computes NCCL's paths under set.
+func (p *predictor) engine(src source, set Settings, facts Facts) (*engine, error) {
+	sys, err := p.system(src)
 	if err != nil {
 		return nil, err
 	}
 	raw := p.raw
-	if topology != p.in.Topology {
-		if raw, err = rawPaths(topology, p.ver); err != nil {
+	if !src.base {
+		if raw, err = p.rawPaths(src); err != nil {
 			return nil, err
 		}
 	}
@@ -269,12 +298,13 @@ func (p *predictor) engine(topology *Node, set Settings, facts Facts) (*engine, 
 }
 
 // rawPaths computes the paths of the topology alone, before NCCL diverts any.
-func rawPaths(topology *Node, v Version) (*System, error) {
-	sys, err := newSystem(topology, v)
+func (p *predictor) rawPaths(src source) (*System, error) {
+	sys, err := p.system(src)
 	if err != nil {
 		return nil, err
 	}
 	sys.computeAll(false)
+	p.work += sys.work
 	return sys, nil
 }
 
@@ -400,7 +430,7 @@ func hasLocalNIC(s *System) bool {
 // and rewrites the decisions that differ into conditional ones.
 func (p *predictor) alternatives(r *Report) error {
 	for _, u := range p.in.Unknowns {
-		w, err := p.engine(u.Topology, p.in.Settings, p.in.Facts)
+		w, err := p.engine(source{xml: u.Topology, tweak: u.tweak}, p.in.Settings, p.in.Facts)
 		if err != nil {
 			return err
 		}

@@ -34,8 +34,8 @@ const (
 // ruleFuncs names the function each rule key stands for, where the key is an
 // INFO line rather than the function.
 var ruleFuncs = map[string]string{
-	ruleGdrEnabled:    "ncclTopoCheckGdr",
-	ruleGdrDisabled:   "ncclTopoCheckGdr",
+	ruleGdrEnabled:    "ncclTopoCheckGdr's INFO line",
+	ruleGdrDisabled:   "ncclTopoCheckGdr's INFO line",
 	ruleP2PLabel:      "p2pSendSetup",
 	ruleP2PDirect:     "p2pSendSetup",
 	ruleP2PIndirect:   "p2pSendSetup",
