@@ -110,9 +110,9 @@ type Rank struct {
 
 // CommInfo is the "comm 0x... rank R nRanks N nNodes M localRanks L" line.
 type CommInfo struct {
-	Comm                               string
-	Rank, NRanks, NNodes, LocalRanks   int
-	Host                               string
+	Comm                             string
+	Rank, NRanks, NNodes, LocalRanks int
+	Host                             string
 }
 
 // proc is what the parser knows of one process printing: its host (NCCL_HOSTID

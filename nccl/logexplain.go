@@ -278,8 +278,8 @@ func (x *explainer) prediction(rank int) *Report {
 // channels groups the channel lines and explains each group.
 func (x *explainer) channels(r *LogReport) []ChannelGroup {
 	type key struct {
-		from, to   int
-		side, via  string
+		from, to  int
+		side, via string
 	}
 	var order []key
 	groups := map[key]*ChannelGroup{}

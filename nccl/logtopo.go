@@ -59,7 +59,10 @@ func parsePrinted(lines []string) (*printedTopo, error) {
 		n   *pnode
 	}
 	var stack []open
-	var ups []struct{ child, parent *pnode; bw float32 }
+	var ups []struct {
+		child, parent *pnode
+		bw            float32
+	}
 	for i, line := range lines {
 		if i == 0 && strings.HasPrefix(line, "=== System") {
 			continue
@@ -100,7 +103,10 @@ func parsePrinted(lines []string) (*printedTopo, error) {
 		from.links = append(from.links, plink{typ: typ, bw: float32(bw), to: to})
 		if typ == linkPCI {
 			stack = append(stack, open{col + len(text) - len(m[3]), to})
-			ups = append(ups, struct{ child, parent *pnode; bw float32 }{to, from, float32(bw)})
+			ups = append(ups, struct {
+				child, parent *pnode
+				bw            float32
+			}{to, from, float32(bw)})
 		}
 	}
 	// The link back up each PCI tree, which NCCL does not print, comes last.
