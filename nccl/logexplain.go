@@ -538,7 +538,7 @@ func (x *explainer) compareNet(g *ChannelGroup, lb label) {
 	}
 	g.Predicted = pred
 	g.Agrees = agree(g.Via == pred, gdr == "unknown")
-	if g.Changes == nil || len(g.Changes) == 0 {
+	if len(g.Changes) == 0 {
 		g.Changes = gn.Changes
 	}
 }

@@ -54,7 +54,7 @@ func (x *explainer) nicGDR(d GDRLine) LogGDR {
 	}
 	e.Rules = cites(rules, x.v)
 	for _, p := range x.preds {
-		if p.Host != d.Host && len(x.preds) > 1 {
+		if p.Host != d.Host {
 			continue
 		}
 		for _, n := range p.Report.Nets {
