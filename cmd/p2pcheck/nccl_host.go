@@ -23,8 +23,8 @@ var (
 
 // liveNCCLHost reads what NCCL would read of this process's host: the NCCL_*
 // environment, the home directory, the interfaces up with an address, and the
-// libnccl.so found below root.
-func liveNCCLHost(root, lib string) nccl.Host {
+// libnccl.so found below the run's root.
+func liveNCCLHost(o *globalOptions, lib string) nccl.Host {
 	h := nccl.Host{Env: map[string]string{}, Interfaces: netInterfaces()}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "NCCL_") {
@@ -35,7 +35,7 @@ func liveNCCLHost(root, lib string) nccl.Host {
 		h.Interfaces = []string{}
 	}
 	h.Home, _ = os.UserHomeDir()
-	if v, src, others := findLibVersion(root, lib); src != "" {
+	if v, src, others := o.findLibVersion(lib); src != "" {
 		h.Lib = &nccl.Lib{Version: v.String(), Path: src, Others: others}
 	}
 	return h
@@ -53,7 +53,7 @@ func (o *globalOptions) ncclLive() bool {
 // recorded facts.
 func (o *globalOptions) ncclHost(root hostfs.Root, lib string) (h nccl.Host, recorded bool, err error) {
 	if o.ncclLive() {
-		return probeNCCLHost(o.root, lib), false, nil
+		return probeNCCLHost(o, lib), false, nil
 	}
 	b, err := snapshot.RecordedNCCL(root)
 	if err != nil {
@@ -68,7 +68,7 @@ func (o *globalOptions) ncclHost(root hostfs.Root, lib string) (h nccl.Host, rec
 	}
 	h = nccl.Host{Env: map[string]string{}}
 	if o.snapshot == "" {
-		if v, src, others := findLibVersion(o.root, lib); src != "" {
+		if v, src, others := o.findLibVersion(lib); src != "" {
 			h.Lib = &nccl.Lib{Version: v.String(), Path: src, Others: others}
 		}
 	}
@@ -82,7 +82,7 @@ func (o *globalOptions) ncclRecord() ([]byte, []string) {
 	if !o.ncclLive() {
 		return nil, nil
 	}
-	h := probeNCCLHost(o.root, "")
+	h := probeNCCLHost(o, "")
 	b, err := json.Marshal(h)
 	if err != nil {
 		return nil, nil
@@ -96,24 +96,23 @@ func (o *globalOptions) ncclRecord() ([]byte, []string) {
 	return b, conf
 }
 
-// kindNCCLConfFile is an NCCL configuration file: NCCL reads it whole, p2pcheck
-// its first MiB (nccl.ParseConf).
-var kindNCCLConfFile = hostfs.Kind{Name: "NCCL configuration file", Limit: 1 << 20}
-
-// ncclConfFiles reads the configuration files NCCL reads (nccl.ConfPaths) below
-// root. A relative NCCL_CONF_FILE, which NCCL opens from the job's working
-// directory, is not read.
-func ncclConfFiles(root hostfs.Root, paths []string) []nccl.ConfFile {
+// ncclConfFiles reads the configuration files NCCL reads (nccl.ConfPaths): on
+// the machine p2pcheck runs on as readNCCLConf reads them, else below root (a
+// snapshot keeps them at their paths). A relative NCCL_CONF_FILE, which NCCL
+// opens from the job's working directory, is not read.
+func (o *globalOptions) ncclConfFiles(root hostfs.Root, paths []string) []nccl.ConfFile {
+	read := func(p string) ([]byte, error) {
+		return root.ReadKind(strings.TrimPrefix(path.Clean(p), "/"), kindNCCLConf)
+	}
+	if o.ncclLive() {
+		read = o.readNCCLConf
+	}
 	var files []nccl.ConfFile
 	for _, p := range paths {
-		if !path.IsAbs(p) {
+		if !path.IsAbs(p) || path.Clean(p) == "/" {
 			continue
 		}
-		name := strings.TrimPrefix(path.Clean(p), "/")
-		if name == "" {
-			continue
-		}
-		if b, err := root.ReadKind(name, kindNCCLConfFile); err == nil {
+		if b, err := read(p); err == nil {
 			files = append(files, nccl.ConfFile{Path: p, Data: b})
 		}
 	}

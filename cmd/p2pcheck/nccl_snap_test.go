@@ -17,7 +17,7 @@ import (
 func ncclHostSeam(t *testing.T, h nccl.Host) {
 	t.Helper()
 	old := probeNCCLHost
-	probeNCCLHost, ncclOnRoot = func(string, string) nccl.Host { return h }, true
+	probeNCCLHost, ncclOnRoot = func(*globalOptions, string) nccl.Host { return h }, true
 	t.Cleanup(func() { probeNCCLHost, ncclOnRoot = old, false })
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/check/probe"
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/cli"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -31,6 +33,10 @@ var (
 	hostname = os.Hostname
 	now      = time.Now
 )
+
+// minInterval is the shortest --interval: node_exporter scrapes every 15 s or
+// more, and a run costs a read of the whole machine.
+const minInterval = 10 * time.Second
 
 // reportOptions are the flags of the report (the root command and "report").
 type reportOptions struct {
@@ -89,7 +95,7 @@ func (ro *reportOptions) resolve(changed func(flag string) bool) error {
 	if explicit {
 		path = ro.config
 	}
-	c, err := readConfig(path, explicit)
+	c, err := readConfig(ro.global.reads, path, explicit)
 	switch {
 	case errors.Is(err, errConfig), explicit && errors.Is(err, fs.ErrNotExist):
 		return usageError("--config: %v", err)
@@ -167,8 +173,8 @@ func (ro *reportOptions) validate() error {
 	if ro.quick && ro.probe {
 		return usageError("--quick and --probe exclude each other")
 	}
-	if ro.interval < 0 {
-		return usageError("--interval must be positive")
+	if ro.interval != 0 && ro.interval < minInterval {
+		return usageError("--interval must be at least %v (a run reads the whole machine and rewrites the fleet files), not %v", minInterval, ro.interval)
 	}
 	return ro.validatePID()
 }
@@ -262,7 +268,7 @@ func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) c
 	}
 	n.NameGPUs() // from NVML live, or from what a snapshot recorded
 	if in.Source != check.Snapshot {
-		if b, err := readUnder(o.root, "etc/nccl.conf"); err == nil {
+		if b, err := o.readUnder("etc/nccl.conf", kindNCCLConf); err == nil {
 			in.NCCLConf = check.ParseNCCLConf("/etc/nccl.conf", b)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			n.Warnings = append(n.Warnings, fmt.Errorf("reading /etc/nccl.conf: %w", err))
@@ -287,14 +293,15 @@ func (ro *reportOptions) previousAER(n *node.Node) map[pcie.Address]pcie.AERCoun
 	if ro.prometheus == "" {
 		return nil
 	}
-	f, err := os.Open(ro.prometheus)
+	// Read as every named file is, before the writer refuses a target that is
+	// not a regular file: a FIFO is refused here too, without blocking.
+	b, err := hostfs.ReadNamed(ro.global.reads, ro.prometheus, kindTextfile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err == nil {
-		defer f.Close()
 		var prev map[pcie.Address]pcie.AERCounts
-		if prev, err = render.PreviousAER(f); err == nil {
+		if prev, err = render.PreviousAER(bytes.NewReader(b)); err == nil {
 			return prev
 		}
 	}
@@ -334,16 +341,6 @@ func (ro *reportOptions) runProbe(n *node.Node, src check.Source) *check.ProbeRe
 		}
 	}
 	return probe.Run(gpus, probe.DefaultSize, probe.DefaultTimeout)
-}
-
-// readUnder reads name below root without leaving it.
-func readUnder(root, name string) ([]byte, error) {
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.ReadFile(name)
 }
 
 // writeFleetFiles writes the Prometheus textfile and the NFD features file when
@@ -414,6 +411,8 @@ func (ro *reportOptions) every(ctx context.Context, ids []string) error {
 	t := time.NewTicker(ro.interval)
 	defer t.Stop()
 	for {
+		// Each run has its own read budget.
+		ro.global.reads = hostfs.NewMeter(hostfs.DefaultBudget.RunBytes)
 		err := ro.report(ids)
 		var ee *cli.ExitError
 		switch {
