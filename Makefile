@@ -157,8 +157,9 @@ bench:
 bench-topo: build
 	$(GO) run ./internal/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck
 
-# Every input of the hostile snapshot corpus through the real binary: exit code, CPU
-# seconds and peak RSS of each run, against 5 s and 256 MB (exit 1 past either).
+# Every input of the hostile snapshot corpus through the real binary (a valid tree
+# through topo and matrix too): exit code, CPU seconds, peak RSS and output of each
+# run, against 5 s and 256 MB (exit 1 past either).
 bench-hostile: build
 	$(GO) run ./internal/fixture/cmd/hostilebench -p2pcheck $(BIN)/p2pcheck
 
