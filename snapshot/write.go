@@ -124,6 +124,7 @@ type capture struct {
 	skipped  []error
 	redact   bool
 	manifest Manifest
+	vpdNames map[string]string // pseudonyms of VPD serials, by keyword and value
 }
 
 func (c *capture) skip(err error) { c.skipped = append(c.skipped, err) }
@@ -226,6 +227,8 @@ func (c *capture) deviceDir(dir string) {
 		case e.Type == 0:
 			switch {
 			case neverRead(e.Name):
+			case e.Name == "vpd":
+				c.vpd(name, dir)
 			case c.redact && identifying(e.Name):
 			case e.Name == "config":
 				c.config(name)

@@ -169,16 +169,30 @@ func TestFixUnread(t *testing.T) {
 }
 
 // TestFixSnapshotText: on the QEMU guest where the kernel set ACS redirect on the
-// root ports, the dry run names the root port above the multifunction NVMe.
+// root ports, the dry run names the root port above the multifunction NVMe; the
+// guest ran the 6.12.117 test kernel, which has the fixed pci=config_acs=, so that is
+// the parameter, every bit given so that SV and UF stay set; with --kernel-version
+// 6.6 it is pci=disable_acs_redir=, and 6.12.22, whose parser is broken, gets none.
 func TestFixSnapshotText(t *testing.T) {
 	code, out, errOut := p2pcheck("--snapshot", "../../testdata/vm/iommu-acs-oracle/snapshot.tar.gz", "fix", "--pairs", "0000:05:00.0,0000:05:00.1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"0000:05:00.0  0000:05:00.1  not-supported 2", "-> bus-addr 2",
-		"1. 0000:00:03.0  ACS Control (0x14e) 0x001d -> 0x0011", "pci=disable_acs_redir=0000:00:03.0", "result: planned"} {
+		"1. 0000:00:03.0  ACS Control (0x14e) 0x001d -> 0x0011", "pci=config_acs=0010001@0000:00:03.0",
+		"IOMMU groups after a reboot", "0000:00:03.0, 0000:05:00.0, 0000:05:00.1", "result: planned"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for kernel, want := range map[string]string{
+		"6.6.63":  "pci=disable_acs_redir=0000:00:03.0",
+		"6.12.22": "Persistent: no boot parameter keeps this plan (broken-kernel)",
+	} {
+		_, out, _ := p2pcheck("--snapshot", "../../testdata/vm/iommu-acs-oracle/snapshot.tar.gz", "--kernel-version", kernel,
+			"fix", "--pairs", "0000:05:00.0,0000:05:00.1")
+		if !strings.Contains(out, want) {
+			t.Errorf("--kernel-version %s: output lacks %q:\n%s", kernel, want, out)
 		}
 	}
 }
@@ -234,7 +248,7 @@ func TestFixText(t *testing.T) {
 	for _, want := range []string{
 		"p2pcheck fix --apply", "2 changed by the runtime actions",
 		"0000:1a:00.0  0000:1b:00.0  thru-host-bridge 4   -> bus-addr 4",
-		"1. 0000:19:00.0  ACS Control (0x14e) 0x001d -> 0x0011  done, read back 0x0011",
+		"1. 0000:19:00.0  ACS Control (0x14e) 0x001d -> 0x0011 (mask 0x002c)  done, read back 0x0011",
 		"2. 0000:19:01.0", "IOMMU groups affected: 10, 11, 12, 13",
 		"warning: the kernel caches a verdict", "result: fixed",
 	} {
