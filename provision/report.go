@@ -137,10 +137,10 @@ type ReportBoard struct {
 // Report is the outcome of one `p2pcheck fix` run: the document --format json
 // prints and the text output shows.
 type Report struct {
-	SchemaVersion string         `json:"schema_version"`
-	Mode          string         `json:"mode"` // "dry-run" or "apply"
-	Result        string         `json:"result"`
-	ExitCode      int            `json:"exit_code"`
+	SchemaVersion string `json:"schema_version"`
+	Mode          string `json:"mode"` // "dry-run" or "apply"
+	Result        string `json:"result"`
+	ExitCode      int    `json:"exit_code"`
 	// Use is what the plan is for, "bare-metal" or "virt-host", and UseReason how
 	// that was decided (a flag, or the NICs' ATS capability).
 	Use         string         `json:"use"`
@@ -157,8 +157,8 @@ type Report struct {
 	GroupsDiffer []string         `json:"iommu_groups_differ"`
 	Notes        []string         `json:"notes"`
 	Advice       []Advice         `json:"advice"`
-	Unknown       []string       `json:"unknown"`
-	Warnings      []string       `json:"warnings"`
+	Unknown      []string         `json:"unknown"`
+	Warnings     []string         `json:"warnings"`
 }
 
 // NewReport builds the report of a dry run (done nil) or of --apply (done from
