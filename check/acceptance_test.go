@@ -1,7 +1,6 @@
 package check_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -9,26 +8,6 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 )
-
-// statuses maps each check of a report to its status.
-func statuses(r check.Report) map[string]check.Status {
-	m := map[string]check.Status{}
-	for _, c := range r.Checks {
-		m[c.ID] = c.Status
-	}
-	return m
-}
-
-func result(t *testing.T, r check.Report, id string) check.Result {
-	t.Helper()
-	for _, c := range r.Checks {
-		if c.ID == id {
-			return c
-		}
-	}
-	t.Fatalf("no result for %s", id)
-	return check.Result{}
-}
 
 // TestMachineStatuses pins the status of the checks each machine exists to
 // exercise, and the overall verdict.
@@ -70,35 +49,6 @@ func TestMachineStatuses(t *testing.T) {
 				t.Errorf("overall = %s, want %s", r.Overall, tt.overall)
 			}
 		})
-	}
-}
-
-// TestDGXACS: ACS on the PEX downstream ports fails acs_path, naming those
-// bridges, with the kernel parameter and a setpci for each.
-func TestDGXACS(t *testing.T) {
-	r := report(t, "dgx-h100")
-	c := result(t, r, "acs_path")
-	// One of each switch level below root bus 15: level 0 (17:xx) and level 1 (19:xx).
-	for _, bdf := range []string{"0000:17:00.0", "0000:17:02.0", "0000:19:00.0", "0000:19:01.0"} {
-		if !slices.Contains(c.Subjects, bdf) {
-			t.Errorf("acs_path subjects lack PEX downstream port %s: %v", bdf, c.Subjects)
-		}
-	}
-	// The root ports also have ACS, but no pair shares one as a common bridge.
-	if slices.Contains(c.Subjects, "0000:15:01.0") {
-		t.Errorf("acs_path names root port 0000:15:01.0, which the kernel does not test for these pairs")
-	}
-	if len(c.Remediation) < 2 || !strings.HasPrefix(c.Remediation[0], `kernel command line: "pci=disable_acs_redir=0000:17:00.0;`) ||
-		!strings.Contains(c.Remediation[1], "setpci -s $b ECAP_ACS+6.w=0000:002c") {
-		t.Errorf("acs_path remediation = %q, want the kernel parameter then the setpci loop", c.Remediation)
-	}
-	for _, f := range c.Findings {
-		if !strings.Contains(f.Message, "fix: setpci -s "+f.Subject+" ECAP_ACS+6.w=0000:002c") {
-			t.Errorf("finding for %s has no setpci of its own: %s", f.Subject, f.Message)
-		}
-	}
-	if r.FixFirst == nil || r.FixFirst.ID != "acs_path" {
-		t.Errorf("fix first = %+v, want acs_path", r.FixFirst)
 	}
 }
 

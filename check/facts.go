@@ -248,33 +248,3 @@ func (f *Facts) verdict(p pair) p2pdma.Verdict {
 	}
 	return v
 }
-
-// kind names a device's role for messages.
-func kind(d *pcie.Device) string {
-	switch {
-	case d.IsGPU():
-		return "GPU"
-	case d.IsNIC():
-		return "NIC"
-	case d.IsNVMe():
-		return "NVMe"
-	case d.IsAccelerator():
-		return "accelerator"
-	case d.P2PMem != nil:
-		return "p2pmem"
-	}
-	return "device"
-}
-
-// label names a device for people: "GPU 0000:19:00.0 (ibp0)".
-func label(d *pcie.Device) string {
-	s := kind(d) + " " + d.Address.String()
-	var names []string
-	names = append(names, d.NetDevs...)
-	names = append(names, d.RDMADevs...)
-	names = append(names, d.NVMeDevs...)
-	if len(names) > 0 {
-		s += " (" + names[0] + ")"
-	}
-	return s
-}

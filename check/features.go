@@ -132,18 +132,3 @@ func (f *Facts) gdrPaths() []string {
 	}
 	return out
 }
-
-// peermem reports whether a peer-memory client for NVIDIA GPUs is loaded:
-// nvidia_peermem or nv_peer_mem, or an nv_mem* entry in memory_peers.
-func (f *Facts) peermem() bool {
-	p := f.Node.Platform
-	if hasModule(p, "nvidia_peermem") || hasModule(p, "nv_peer_mem") {
-		return true
-	}
-	for name := range p.MemoryPeers {
-		if strings.HasPrefix(name, "nv_mem") {
-			return true
-		}
-	}
-	return false
-}

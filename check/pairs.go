@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/matrix"
-	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -165,41 +164,11 @@ type pairScan struct {
 	acs   acsScan
 }
 
-// mapTypeCount counts verdicts by map type.
-type mapTypeCount [256]int
-
-// reachScan is what checkReachability needs of the pairs.
-type reachScan struct {
-	counts mapTypeCount
-	// refused pairs without P2PDMA users, refused pairs with them, unknown
-	// P2PDMA pairs, refused pairs behind VMD, pairs with P2PDMA users
-	refusedGPU, refused, unknown, vmd, users int
-	acsUnknown                               bool
-	why                                      string // the first unknown pair's reason
-	lines                                    pairLines
-}
-
-// acsScan is what checkACSPath needs of the pairs.
-type acsScan struct {
-	bridges        map[pcie.Address]*redirected // bridge → the pairs it redirects
-	setpci         map[pcie.Address]string      // bridge → its p2pdma.Fix setpci command
-	redirectBlocks []Capability                 // what the redirected pairs need
-	unknown        int                          // pairs whose ACS state was not read
-	unknownBlocks  []Capability                 // what those pairs need
-	lines          pairLines                    // the unknown pairs, as subjects
-}
-
-// redirected counts the pairs a bridge redirects and names the first.
-type redirected struct {
-	n     int
-	first string
-}
-
 // scan returns the pairScan of f, made on first use.
 func (f *Facts) scan() *pairScan {
 	f.scanOnce.Do(func() {
 		s := &pairScan{
-			acs: acsScan{bridges: map[pcie.Address]*redirected{}, setpci: map[pcie.Address]string{}},
+			acs: acsScan{bridges: map[pcie.Address]*redirected{}},
 		}
 		for p := range f.pairs() {
 			s.n++
@@ -210,57 +179,6 @@ func (f *Facts) scan() *pairScan {
 		f.scanned = s
 	})
 	return f.scanned
-}
-
-// add judges one pair for checkReachability.
-func (s *reachScan) add(p pair, v *p2pdma.Verdict) {
-	s.counts[v.MapType]++
-	kernelUser := p.blocks() == CapNVMeP2P
-	if kernelUser {
-		s.users++
-	}
-	switch {
-	case v.MapType == p2pdma.NotSupported && !kernelUser:
-		s.refusedGPU++
-		s.lines.finding(p, Pass, "not-supported for kernel P2PDMA, which GPU peer copies and GPUDirect RDMA do not use: ", v.Reason)
-	case v.MapType == p2pdma.NotSupported:
-		s.refused++
-		s.lines.subject(p)
-		vmd := ""
-		if behindVMD(p.a) || behindVMD(p.b) {
-			s.vmd++
-			vmd = " (an NVMe controller behind Intel VMD)"
-		}
-		s.lines.finding(p, Warn, "not-supported: ", v.Reason, vmd)
-	case v.MapType == p2pdma.Unknown && kernelUser:
-		s.unknown++
-		s.acsUnknown = s.acsUnknown || acsUnread(*v)
-		if s.why == "" {
-			s.why = v.Reason
-		}
-		s.lines.finding(p, Unknown, "unknown: ", v.Reason)
-	}
-}
-
-// add judges one pair for checkACSPath.
-func (s *acsScan) add(p pair, v *p2pdma.Verdict) {
-	if v.Fix != nil {
-		for i, a := range v.ACSRedirect {
-			b := s.bridges[a]
-			if b == nil {
-				b = &redirected{first: pairSubject(p)}
-				s.bridges[a] = b
-			}
-			b.n++
-			s.setpci[a] = v.Fix.Setpci[i]
-		}
-		s.redirectBlocks = appendCap(s.redirectBlocks, p.blocks())
-	}
-	if len(v.ACSRedirect) == 0 && acsUnread(*v) {
-		s.unknown++
-		s.lines.subject(p)
-		s.unknownBlocks = appendCap(s.unknownBlocks, p.blocks())
-	}
 }
 
 // count adds up the devices of the roles of counts that keep takes.
@@ -350,7 +268,7 @@ func (f *Facts) paths() *pathSets {
 						break // every partner is below the previous element
 					}
 					on[u] = true
-					s.blocks[u] = appendCap(s.blocks[u], c)
+					s.blocks[u] = appendNew(s.blocks[u], c)
 				}
 			}
 		}

@@ -26,7 +26,7 @@ func pathsByPair(f *Facts) (devs []pcie.Address, blocks map[pcie.Address][]Capab
 	for p := range f.pairs() {
 		for _, h := range f.Node.Topology.Path(p.a, p.b).Hops {
 			on[h.Device.Address] = true
-			blocks[h.Device.Address] = appendCap(blocks[h.Device.Address], p.blocks())
+			blocks[h.Device.Address] = appendNew(blocks[h.Device.Address], p.blocks())
 		}
 	}
 	for a := range on {

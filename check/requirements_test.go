@@ -121,7 +121,7 @@ func TestReportRequirements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What the rules of check/platform.go say of gdrdrv: it blocks GDRCopy only.
+	// What the rules of check/gdrdrv.go say of gdrdrv: it blocks GDRCopy only.
 	for i := range res {
 		if res[i].ID == "gdrdrv" {
 			if res[i].Status != check.Fail {
@@ -150,7 +150,7 @@ func TestReportRequirements(t *testing.T) {
 
 // TestH200GdrdrvRequirementAfterMerge runs on the real 2xH200 capture: a missing
 // gdrdrv is not a failure by default and is one with --require gdrcopy. It needs
-// gdrdrv's Blocks (check/platform.go) and skips until they are set.
+// gdrdrv's Blocks (check/gdrdrv.go) and skips until they are set.
 func TestH200GdrdrvRequirementAfterMerge(t *testing.T) {
 	f := check.NewFacts(loadMachine(t, "h200-2gpu-vm"), check.Inputs{Source: check.Snapshot})
 	res, err := check.Run(f, nil)
@@ -159,7 +159,7 @@ func TestH200GdrdrvRequirementAfterMerge(t *testing.T) {
 	}
 	for _, r := range res {
 		if r.ID == "gdrdrv" && len(r.Blocks) == 0 {
-			t.Skip("gdrdrv sets no Blocks yet: this test needs the Blocks of check/platform.go")
+			t.Skip("gdrdrv sets no Blocks yet: this test needs the Blocks of check/gdrdrv.go")
 		}
 	}
 	def := check.NewReport(f, res, testMeta)

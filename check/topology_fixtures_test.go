@@ -1,14 +1,12 @@
 package check_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/fixture"
 )
 
 // TestTopologyFixtures pins what the machines made for the topology rules show:
@@ -38,18 +36,5 @@ func TestTopologyFixtures(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestGraceFixtureAfterMerge: on the GH200 machine of the platform checks
-// ("grace-gh200", internal/fixture/machines_advice.go) the NIC on the Grace CPU is
-// within NCCL's GPUDirect RDMA reach (P2C). It skips until that machine exists.
-func TestGraceFixtureAfterMerge(t *testing.T) {
-	if !slices.Contains(fixture.Names(), "grace-gh200") {
-		t.Skip("no grace-gh200 machine yet: it comes with the platform checks' fixtures")
-	}
-	c := result(t, report(t, "grace-gh200"), "gpu_nic_affinity")
-	if c.Status != check.Pass || !slices.ContainsFunc(c.Findings, func(f check.Finding) bool { return strings.Contains(f.Message, "P2C") }) {
-		t.Errorf("gpu_nic_affinity = %s %+v, want a pass that explains P2C", c.Status, c.Findings)
 	}
 }

@@ -48,6 +48,10 @@ var ErrBudget = errors.New("hostfs: over budget")
 //     Specification, secondary bus number), so no real chain is deeper. Default 256.
 //   - Functions: PCI functions under /sys/bus/pci/devices. Default 100,000; one
 //     domain holds at most 65,536 (256 buses × 32 devices × 8 functions).
+//   - RunBytes: bytes one run reads from every file, below every root and named by
+//     a user alike, counted by a [Meter] the run shares. Default 2 GiB: a
+//     100,000-function tree is read in about 500 MB and a libnccl.so is a few
+//     hundred; scanning 2 GiB takes about a second.
 type Budget struct {
 	Bytes         int64
 	Members       int
@@ -60,6 +64,7 @@ type Budget struct {
 	WalkElements  int64
 	PCIDepth      int
 	Functions     int
+	RunBytes      int64
 }
 
 // DefaultBudget is the Budget of [Open] and of package snapshot's Open and Read.
@@ -75,6 +80,7 @@ var DefaultBudget = Budget{
 	WalkElements:  16_000_000,
 	PCIDepth:      256,
 	Functions:     100_000,
+	RunBytes:      2 << 30,
 }
 
 // BudgetError says which limit of a [Budget] a read went past.

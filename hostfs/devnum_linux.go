@@ -18,3 +18,21 @@ func deviceNumber(fi fs.FileInfo) (major, minor uint32, ok bool) {
 	minor = uint32(dev&0xff | (dev>>12)&^0xff)
 	return major, minor, true
 }
+
+// fileIDOf is the device and inode number of fi.
+func fileIDOf(fi fs.FileInfo) FileID {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return FileID{}
+	}
+	return FileID{dev: uint64(st.Dev), ino: st.Ino}
+}
+
+// owner is the user and group that own fi.
+func owner(fi fs.FileInfo) (uid, gid uint32, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return st.Uid, st.Gid, true
+}

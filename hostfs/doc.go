@@ -10,4 +10,14 @@
 // read with one bounded read, a /proc file to its end within a bound. Only regular
 // files are ever opened: a device node, FIFO or socket where a file is expected is
 // refused before it is opened. Every read is bounded by a [Budget].
+//
+// It is also the one reader of every other file p2pcheck reads. Below a root, a file
+// of a known [Kind] (/etc/nccl.conf, limits.conf, a libnccl.so) is read with
+// [Root.ReadKind] or [Root.OpenKind], within the kind's limit, which the error for a
+// longer file names. A file a user names (--config, --pci-ids, --topo-file) has the
+// host's "/" for root and is read with [ReadNamed] or [OpenNamed], its links
+// followed as the kernel follows them; a file a job names, for the job, with
+// [ReadAs], only if the job's own credentials could read it. Only regular files are
+// read, refused without blocking otherwise, and all reads of one run count on one
+// [Meter].
 package hostfs

@@ -14,6 +14,7 @@ type MemBuilder struct {
 	root   *memNode
 	budget Budget
 	nodes  int
+	ids    uint64 // the last memNode.id given
 }
 
 // NewMemBuilder returns a builder of an empty root directory within the limits of b.
@@ -56,7 +57,7 @@ func (m *MemBuilder) Device(name string, perm fs.FileMode, char bool, major, min
 // Budget.WalkElements.
 func (m *MemBuilder) Root() Root {
 	w := &walkBudget{total: m.budget.WalkElements, perWalk: m.budget.LinkElements}
-	return Root{t: memTree{root: m.root, work: w}, budget: m.budget}
+	return Root{t: memTree{root: m.root, work: w}, budget: m.budget, meter: NewMeter(m.budget.RunBytes)}
 }
 
 // insert places n at name, a clean root-relative name, creating missing parent
@@ -70,6 +71,8 @@ func (m *MemBuilder) insert(name string, n *memNode) error {
 		m.root.mode = n.mode
 		return nil
 	}
+	m.ids++
+	n.id = m.ids
 	grow := func() error {
 		m.nodes++
 		if m.nodes > m.budget.Members {
@@ -90,7 +93,8 @@ func (m *MemBuilder) insert(name string, n *memNode) error {
 			if err := grow(); err != nil {
 				return err
 			}
-			c = &memNode{mode: fs.ModeDir | 0o755, children: map[string]*memNode{}}
+			m.ids++
+			c = &memNode{mode: fs.ModeDir | 0o755, children: map[string]*memNode{}, id: m.ids}
 			dir.children[el] = c
 		}
 		if !c.isDir() {

@@ -54,6 +54,9 @@ type Root struct {
 	live bool
 	// budget bounds the read; see Budget.
 	budget Budget
+	// meter counts the bytes read, with those of every root and named file of the
+	// same run; see Meter.
+	meter *Meter
 }
 
 // Open returns a Root at the directory dir, which stands for "/". Reads are confined
@@ -71,7 +74,12 @@ func Open(dir string) (Root, error) {
 	if err != nil {
 		return Root{}, fmt.Errorf("hostfs: root: %w", err)
 	}
-	return Root{t: dirTree{r: r}, live: isSysfs(filepath.Join(dir, "sys")), budget: DefaultBudget}, nil
+	return Root{
+		t:      dirTree{r: r},
+		live:   isSysfs(filepath.Join(dir, "sys")),
+		budget: DefaultBudget,
+		meter:  NewMeter(DefaultBudget.RunBytes),
+	}, nil
 }
 
 // Close releases the directory a Root made by [Open] holds open. It does nothing for
@@ -104,13 +112,20 @@ func (r Root) Live() bool { return r.live }
 // (fs/kernfs/file.c). The final link, if any, is followed. Anything but a regular
 // file is refused before it is opened.
 func (r Root) Read(name string, buf []byte, toEOF bool) (int, error) {
-	return r.t.readFile(name, buf, toEOF)
+	n, err := r.t.readFile(name, buf, toEOF)
+	if cerr := r.meter.charge(n); cerr != nil {
+		return 0, cerr
+	}
+	return n, err
 }
 
 // ReadFile reads the whole file name, at most limit bytes; a longer file is an error
 // wrapping [ErrTooLarge]. Errors are [*fs.PathError] naming the absolute path.
 func (r Root) ReadFile(name string, limit int) ([]byte, error) {
 	b, err := r.t.readAll(name, limit)
+	if err == nil {
+		err = r.meter.charge(len(b))
+	}
 	if err != nil {
 		return nil, PathError("read", name, err)
 	}
@@ -123,7 +138,7 @@ func (r Root) ReadFile(name string, limit int) ([]byte, error) {
 // ReadBounded reads name into buf, which is one byte longer than the largest
 // acceptable file, with [Root.Read]. Errors are [*fs.PathError] naming prefix/name.
 func (r Root) ReadBounded(name, prefix string, buf []byte, toEOF bool) ([]byte, error) {
-	n, err := r.t.readFile(name, buf, toEOF)
+	n, err := r.Read(name, buf, toEOF)
 	return Bounded(buf, n, err, name, prefix)
 }
 
@@ -233,6 +248,7 @@ type tree interface {
 	lstat(name string) (FileInfo, error)
 	readLink(name string) (string, error)
 	openReaderAt(name string) (ReaderAtCloser, int64, error)
+	fileID(name string) (FileID, error)
 	sub(name string) (tree, error)
 	close() error
 }

@@ -188,4 +188,12 @@ func (t dirTree) readLink(name string) (string, error) {
 	return target, err
 }
 
+func (t dirTree) fileID(name string) (FileID, error) {
+	fi, err := t.r.Stat(name)
+	if err != nil {
+		return FileID{}, err
+	}
+	return fileIDOf(fi), nil
+}
+
 func (t dirTree) close() error { return t.r.Close() }

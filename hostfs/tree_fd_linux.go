@@ -342,6 +342,14 @@ func (t *fdTree) sub(name string) (tree, error) {
 	return sub, err
 }
 
+func (t *fdTree) fileID(name string) (id FileID, err error) {
+	err = t.fallback(func(d dirTree) error {
+		id, err = d.fileID(name)
+		return err
+	})
+	return id, err
+}
+
 func (t *fdTree) close() error {
 	if t.fd < 0 {
 		return nil

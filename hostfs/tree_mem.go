@@ -17,6 +17,7 @@ type memNode struct {
 	target       string      // link target, as stored
 	children     map[string]*memNode
 	major, minor uint32 // device nodes
+	id           uint64 // unique in its snapshot; see FileID
 }
 
 func (n *memNode) isDir() bool { return n.mode.IsDir() }
@@ -219,6 +220,14 @@ func (t memTree) sub(name string) (tree, error) {
 		return nil, errNotDir
 	}
 	return memTree{root: n, work: t.work}, nil
+}
+
+func (t memTree) fileID(name string) (FileID, error) {
+	n, err := t.walk(name, true)
+	if err != nil {
+		return FileID{}, err
+	}
+	return FileID{ino: n.id}, nil
 }
 
 func (memTree) close() error { return nil }

@@ -12,7 +12,6 @@ import (
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // Machine is what NCCL would detect on a node, gathered by the caller: the PCIe
@@ -88,17 +87,14 @@ func FromNode(n *node.Node, ifaces []Interface) *Machine {
 		}
 	}
 	if p.Modules != nil {
-		has := func(name string) bool {
-			return slices.ContainsFunc(p.Modules, func(m procfs.Module) bool { return m.Name == name })
-		}
-		pm := has("nvidia_peermem") || has("nv_peer_mem")
+		pm := p.Modules.Loaded("nvidia_peermem") || p.Modules.Loaded("nv_peer_mem")
 		for name := range p.MemoryPeers {
 			if name == "nv_mem" || name == "nv_mem_nc" {
 				pm = true
 			}
 		}
 		m.Peermem = &pm
-		g := has("gdrdrv") && p.GDRDrvNode != nil
+		g := p.Modules.Loaded("gdrdrv") && p.GDRDrvNode != nil
 		m.GDRDrv = &g
 	}
 	if p.NVIDIA != nil && p.Kernel != nil {

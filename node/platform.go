@@ -15,7 +15,7 @@ type Platform struct {
 	CPU          *procfs.CPUInfo      // /proc/cpuinfo
 	Cmdline      *procfs.Cmdline      // /proc/cmdline
 	Kernel       *kversion.Version    // /proc/version
-	Modules      []procfs.Module      // /proc/modules; nil when absent, empty when none loaded
+	Modules      procfs.Modules       // /proc/modules; nil when absent, empty when none loaded
 	CharDevices  []procfs.CharDevice  // /proc/devices; nil when absent
 	NVIDIA       *procfs.NVIDIADriver // /proc/driver/nvidia/version
 	GDRDrvParams map[string]string    // /proc/driver/gdrdrv/params

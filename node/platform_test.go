@@ -31,7 +31,7 @@ func TestPlatformH200(t *testing.T) {
 	} else if v, ok := p.Cmdline.PCIOption("realloc"); !ok || v != "off" {
 		t.Errorf("pci=realloc = %q, %t", v, ok)
 	}
-	wantMods := []procfs.Module{
+	wantMods := procfs.Modules{
 		{Name: "nvidia_uvm", Size: 1830912, RefCount: -1, State: "Live", Taints: "O"},
 		{Name: "nvidia", Size: 14299136, RefCount: -1, State: "Live", Taints: "O"},
 	}

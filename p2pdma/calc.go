@@ -45,24 +45,7 @@ type Verdict struct {
 	Fix *Fix `json:"fix,omitempty"`
 	// Unknowns lists facts that could not be read and that the verdict depends on (the
 	// map type is then Unknown) or that leave the ACSRedirect list incomplete.
-	Unknowns []string `json:"unknowns,omitempty"`
-}
-
-// Fix turns off ACS redirection on the functions of Verdict.ACSRedirect. Either form
-// makes the pair bus-addr; both also loosen IOMMU isolation (groups may merge).
-type Fix struct {
-	// KernelParam is the boot parameter the kernel itself suggests,
-	// "pci=disable_acs_redir=<bdf>;<bdf>" (pci_disable_acs_redir() in
-	// drivers/pci/pci.c applies it at enumeration). Quote it in the boot loader's
-	// configuration, the semicolon is part of it.
-	KernelParam string `json:"kernel_param"`
-	// Setpci holds one command per function that clears RR, CR and EC in ACS Control
-	// at run time and keeps every other bit. It uses setpci's value:mask form,
-	// "ECAP_ACS+6.w=0000:002c", which changes only the bits in the mask, so it is right
-	// even if Control changed after the topology was read. The setting is lost at reboot
-	// and on a device reset, and a provider whose verdict the kernel already cached
-	// keeps it until it is registered again.
-	Setpci []string `json:"setpci"`
+	Unknowns []UnknownFact `json:"unknowns,omitempty"`
 }
 
 // noRedirect is the ACSRedirect of verdicts without redirection: empty, not nil.
@@ -77,26 +60,25 @@ type devInfo struct {
 	redir tri     // pci_bridge_has_acs_redir(): no, yes, maybe (ACS not read)
 	hb    int32   // host bridge index, -1 when unknown
 
-	busReason   string // reason when this function is the common bridge of a bus-addr pair
-	acsUnknown  string // why redir is maybe
-	acsNotRead  string // reason of an Unknown verdict that hinges on this function's ACS
-	setpciClear string // the Fix.Setpci command for this function
+	busReason  string // reason when this function is the common bridge of a bus-addr pair
+	acsNotRead string // reason of an Unknown verdict that hinges on this function's ACS
 }
 
 // hostInfo is the precomputed whitelist state of one host bridge
 // (__host_bridge_whitelist() in drivers/pci/p2pdma.c).
 type hostInfo struct {
-	name  string
-	state tri // the root-bus device matches an entry: yes, no, maybe
-	entry *WhitelistEntry
-	text  string // explanation of state
+	name    string
+	state   tri // the root-bus device matches an entry: yes, no, maybe
+	entry   *WhitelistEntry
+	text    string      // explanation of state
+	unknown UnknownFact // what is unknown when state is maybe
 }
 
 // hostOutcome is the result of the host-bridge case for one pair of host bridges.
 type hostOutcome struct {
 	mapType MapType
-	text    string // how the kernel decided, a clause for Verdict.Reason
-	unknown string // set when mapType is Unknown
+	text    string      // how the kernel decided, a clause for Verdict.Reason
+	unknown UnknownFact // set when mapType is Unknown
 }
 
 // Calculator computes verdicts for many pairs of one topology. NewCalculator does the
@@ -184,7 +166,7 @@ func newCalculator(t *pcie.Topology, plat Platform, extra ...*pcie.Device) *Calc
 			}
 			info.chain = append(info.chain, add(x))
 		}
-		info.redir, info.acsUnknown = acsRedirState(d, info.bdf)
+		info.redir = acsRedirState(d)
 		c.devs = append(c.devs, info)
 	}
 	for i := range c.devs {
@@ -201,7 +183,7 @@ func newCalculator(t *pcie.Topology, plat Platform, extra ...*pcie.Device) *Calc
 		}
 	}
 	c.noHost = hostOutcome{mapType: Unknown, text: "the host bridge of the provider or the client is not known",
-		unknown: "host bridge not known"}
+		unknown: UnknownFact{Kind: HostBridgeUnknown}}
 	return c
 }
 
@@ -214,24 +196,23 @@ func newCalculator(t *pcie.Topology, plat Platform, extra ...*pcie.Device) *Calc
 // the kernel's cfg_size is 256 (no extended configuration space, e.g. a guest without
 // MMCONFIG): pci_find_ext_capability() in drivers/pci/pci.c then finds nothing, so the
 // kernel sees no ACS capability either.
-func acsRedirState(d *pcie.Device, bdf string) (tri, string) {
+func acsRedirState(d *pcie.Device) tri {
 	acs, known := d.ACS()
 	if !known && d.Config != nil && d.Config.CapsKnown && d.Config.Size == 256 {
-		return no, ""
+		return no
 	}
 	switch {
 	case !known:
-		return maybe, fmt.Sprintf("ACS Control of %s was not read (config space past 64 bytes needs CAP_SYS_ADMIN)", bdf)
+		return maybe
 	case acs != nil && acs.Control&acsRedirectMask != 0:
-		return yes, ""
+		return yes
 	}
-	return no, ""
+	return no
 }
 
 func (d *devInfo) describe() {
 	d.busReason = fmt.Sprintf("client and provider share upstream bridge %s and no function on the path between them "+
 		"has ACS redirect set, so DMA uses PCI bus addresses", d.bdf)
-	d.setpciClear = fmt.Sprintf("setpci -s %s ECAP_ACS+6.w=0000:%04x", d.bdf, acsRedirectMask)
 	if d.redir == maybe {
 		d.acsNotRead = fmt.Sprintf("the verdict depends on ACS Control of %s, which was not read", d.bdf)
 	}
@@ -264,6 +245,7 @@ func (c *Calculator) hostState(h *pcie.HostBridge) hostInfo {
 			info.text = fmt.Sprintf("the PCI Express port type of %s, the first function on the root bus of "+
 				"host bridge %s, was not read (needs CAP_SYS_ADMIN); the kernel uses it only if it is a Root Port",
 				bdf, h.Name)
+			info.unknown = UnknownFact{Kind: PortTypeUnread, Device: &root.Address, Detail: info.text}
 			return info
 		}
 	}
@@ -284,6 +266,7 @@ func (c *Calculator) hostState(h *pcie.HostBridge) hostInfo {
 			info.text = fmt.Sprintf("host bridge %s (first function %s, %04x:%04x, %s) is in the P2PDMA whitelist "+
 				"from Linux %s on, not in %s, and kernel %s lies in between or is unknown",
 				h.Name, bdf, root.Vendor, root.Device, e.Comment, e.Since, e.After, c.plat.Kernel)
+			info.unknown = UnknownFact{Kind: WhitelistVersion, Device: &root.Address, Detail: info.text}
 		}
 		info.entry = e
 		return info
@@ -295,13 +278,13 @@ func (c *Calculator) hostState(h *pcie.HostBridge) hostInfo {
 
 // hostWhitelisted is __host_bridge_whitelist() for one host bridge: whether traffic
 // may pass through it, given whether both functions are below it.
-func (c *Calculator) hostWhitelisted(h int32, same bool) (tri, string) {
+func (c *Calculator) hostWhitelisted(h int32, same bool) (tri, *hostInfo, string) {
 	info := &c.hosts[h]
 	if info.entry != nil && info.entry.SameHostBridge && !same {
-		return no, fmt.Sprintf("the whitelist entry %s of host bridge %s (%s) requires both functions below "+
+		return no, info, fmt.Sprintf("the whitelist entry %s of host bridge %s (%s) requires both functions below "+
 			"the same host bridge", info.entry, info.name, info.entry.Comment)
 	}
-	return info.state, info.text
+	return info.state, info, info.text
 }
 
 // hostCase is the HOST_BRIDGE part of calc_map_type_and_dist(): traffic goes through
@@ -311,8 +294,9 @@ func (c *Calculator) hostCase(ha, hb int32, why string) hostOutcome {
 	k := c.plat.Kernel
 	if !k.IsZero() && k.Compare(kernelCPURule) < 0 {
 		return hostOutcome{mapType: Unknown,
-			text:    fmt.Sprintf("%s, and Linux %s decides such paths by rules older than 5.9 that are not modelled", why, k),
-			unknown: fmt.Sprintf("host-bridge rules of Linux %s (before 5.9) are not modelled", k)}
+			text: fmt.Sprintf("%s, and Linux %s decides such paths by rules older than 5.9 that are not modelled", why, k),
+			unknown: UnknownFact{Kind: OldKernelRules,
+				Detail: fmt.Sprintf("host-bridge rules of Linux %s (before 5.9) are not modelled", k)}}
 	}
 	if c.plat.cpuSupportsP2PDMA() {
 		return hostOutcome{mapType: ThruHostBridge,
@@ -321,20 +305,21 @@ func (c *Calculator) hostCase(ha, hb int32, why string) hostOutcome {
 	}
 	var ok tri
 	var text string
+	var which *hostInfo // the host bridge whose state decided, for an unknown
 	if ha == hb {
-		ok, text = c.hostWhitelisted(ha, true)
+		ok, which, text = c.hostWhitelisted(ha, true)
 	} else {
-		okA, textA := c.hostWhitelisted(ha, false)
-		okB, textB := c.hostWhitelisted(hb, false)
+		okA, infoA, textA := c.hostWhitelisted(ha, false)
+		okB, infoB, textB := c.hostWhitelisted(hb, false)
 		switch {
 		case okA == no:
 			ok, text = no, textA
 		case okB == no:
 			ok, text = no, textB
 		case okA == maybe:
-			ok, text = maybe, textA
+			ok, which, text = maybe, infoA, textA
 		case okB == maybe:
-			ok, text = maybe, textB
+			ok, which, text = maybe, infoB, textB
 		default:
 			ok, text = yes, textA+", and "+textB
 		}
@@ -346,7 +331,7 @@ func (c *Calculator) hostCase(ha, hb int32, why string) hostOutcome {
 		return hostOutcome{mapType: NotSupported,
 			text: why + ", and no whitelisted host bridge joins them: " + text}
 	}
-	return hostOutcome{mapType: Unknown, text: why + "; " + text, unknown: text}
+	return hostOutcome{mapType: Unknown, text: why + "; " + text, unknown: which.unknown}
 }
 
 // Calc returns the verdict for provider and client, which must be functions of the
@@ -355,14 +340,14 @@ func (c *Calculator) Calc(provider, client *pcie.Device) Verdict {
 	pi, okP := c.index[provider]
 	ci, okC := c.index[client]
 	if !okP || !okC {
-		v := Verdict{MapType: Unknown, ACSRedirect: noRedirect, Reason: "the provider or the client is not in the topology"}
+		v := Verdict{MapType: Unknown, ACSRedirect: noRedirect, Reason: notInTopology}
 		if provider != nil {
 			v.Provider = provider.Address
 		}
 		if client != nil {
 			v.Client = client.Address
 		}
-		v.Unknowns = []string{v.Reason}
+		v.Unknowns = []UnknownFact{{Kind: NotInTopology}}
 		return v
 	}
 	return c.calc(pi, ci)
@@ -426,15 +411,15 @@ func (c *Calculator) calc(pi, ci int32) Verdict {
 	switch {
 	case p.loop || q.loop:
 		out = hostOutcome{mapType: Unknown, text: "the upstream chain of the provider or the client does not end (the tree has a loop)",
-			unknown: "the tree has a loop"}
+			unknown: UnknownFact{Kind: TreeLoop}}
 	case p.hb < 0 || q.hb < 0:
 		out = c.noHost
 	default:
 		out = c.noCommon[int(p.hb)*len(c.hosts)+int(q.hb)]
 	}
 	v.MapType, v.Reason = out.mapType, out.text
-	if out.unknown != "" {
-		v.Unknowns = []string{out.unknown}
+	if out.unknown.Kind != 0 {
+		v.Unknowns = []UnknownFact{out.unknown}
 	}
 	return v
 }
@@ -471,11 +456,11 @@ func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Ver
 		return v
 	}
 	if unread > 0 {
-		v.Unknowns = make([]string, 0, unread)
+		v.Unknowns = make([]UnknownFact, 0, unread)
 		for _, s := range [2][]int32{provSide, clientSide} {
 			for _, x := range s {
 				if d := &c.devs[x]; d.redir == maybe {
-					v.Unknowns = append(v.Unknowns, d.acsUnknown)
+					v.Unknowns = append(v.Unknowns, UnknownFact{Kind: ACSUnread, Device: &d.addr})
 				}
 			}
 		}
@@ -489,7 +474,7 @@ func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Ver
 	}
 	e := c.redirected(provSide, clientSide, p.hb, q.hb)
 	v.MapType, v.ACSRedirect, v.Reason, v.Fix = e.mapType, e.redirect, e.reason, e.fix
-	if e.unknown != "" {
+	if e.unknown.Kind != 0 {
 		v.Unknowns = append(v.Unknowns, e.unknown)
 	}
 	return v
@@ -509,7 +494,7 @@ type redirectEntry struct {
 	redirect []pcie.Address
 	reason   string
 	fix      *Fix
-	unknown  string
+	unknown  UnknownFact
 }
 
 // trim drops the leading functions of seg that have no redirect set, returning the
@@ -538,17 +523,15 @@ func (c *Calculator) redirected(provSide, clientSide []int32, hp, hq int32) *red
 	}
 	e = &redirectEntry{}
 	var names []string
-	e.fix = &Fix{}
 	for _, seg := range [2][]int32{c.segment(k.p, k.pn), c.segment(k.q, k.qn)} {
 		for _, x := range seg {
 			if d := &c.devs[x]; d.redir == yes {
 				e.redirect = append(e.redirect, d.addr)
 				names = append(names, d.bdf)
-				e.fix.Setpci = append(e.fix.Setpci, d.setpciClear)
 			}
 		}
 	}
-	e.fix.KernelParam = "pci=disable_acs_redir=" + strings.Join(names, ";")
+	e.fix = &Fix{Bridges: e.redirect}
 	why := fmt.Sprintf("ACS redirect is set on %s, between the client and provider, so the kernel treats "+
 		"the path as one through the root complex", strings.Join(names, ", "))
 	out := c.noHost

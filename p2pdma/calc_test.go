@@ -1,6 +1,8 @@
 package p2pdma
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -27,17 +29,20 @@ type outcome struct {
 	MapType     MapType
 	Distance    int
 	ACSRedirect []string
-	KernelParam string // Fix.KernelParam, "" without a Fix
-	Unknowns    int
+	KernelParam string        // Fix.KernelParam, "" without a Fix
+	Unknowns    []UnknownKind // the kinds of Verdict.Unknowns, in order
 }
 
 func project(v Verdict) outcome {
-	o := outcome{MapType: v.MapType, Distance: v.Distance, Unknowns: len(v.Unknowns)}
+	o := outcome{MapType: v.MapType, Distance: v.Distance}
+	for _, u := range v.Unknowns {
+		o.Unknowns = append(o.Unknowns, u.Kind)
+	}
 	for _, a := range v.ACSRedirect {
 		o.ACSRedirect = append(o.ACSRedirect, a.String())
 	}
 	if v.Fix != nil {
-		o.KernelParam = v.Fix.KernelParam
+		o.KernelParam = v.Fix.KernelParam()
 	}
 	return o
 }
@@ -391,7 +396,7 @@ func TestCalc(t *testing.T) {
 				unread(rp1)
 				return pair{b.t, e1, e2, "port type of 0000:40:01.0"}
 			},
-			want: outcome{MapType: Unknown, Distance: 4, Unknowns: 1},
+			want: outcome{MapType: Unknown, Distance: 4, Unknowns: []UnknownKind{PortTypeUnread}},
 		},
 		{
 			name: "first root-bus function at 01.0 without a PCI Express capability",
@@ -418,7 +423,7 @@ func TestCalc(t *testing.T) {
 				unread(s.dsp1)
 				return pair{s.t, s.ep0, s.ep1, "ACS Control of 0000:02:00.0, which was not read"}
 			},
-			want: outcome{MapType: Unknown, Distance: 4, Unknowns: 2},
+			want: outcome{MapType: Unknown, Distance: 4, Unknowns: []UnknownKind{ACSUnread, ACSUnread}},
 		},
 		{
 			name: "unknown ACS on one port, redirect on the other",
@@ -429,7 +434,7 @@ func TestCalc(t *testing.T) {
 				return pair{s.t, s.ep0, s.ep1, "not in P2PDMA whitelist"}
 			},
 			want: outcome{MapType: NotSupported, Distance: 4, ACSRedirect: []string{"0000:02:00.0"},
-				KernelParam: "pci=disable_acs_redir=0000:02:00.0", Unknowns: 1},
+				KernelParam: "pci=disable_acs_redir=0000:02:00.0", Unknowns: []UnknownKind{ACSUnread}},
 		},
 		{
 			name: "256 bytes of config space: the kernel has no extended space either",
@@ -482,7 +487,7 @@ func TestCalc(t *testing.T) {
 				r := buildTwoRootPorts(tb, idQAT4xxx, idQAT4xxx, noACS)
 				return pair{r.t, r.ep0, r.ep1, "from Linux 7.2 on"}
 			},
-			want: outcome{MapType: Unknown, Distance: 4, Unknowns: 1},
+			want: outcome{MapType: Unknown, Distance: 4, Unknowns: []UnknownKind{WhitelistVersion}},
 		},
 		{
 			name: "QAT root bus in 7.2",
@@ -500,7 +505,7 @@ func TestCalc(t *testing.T) {
 				r := buildTwoRootPorts(tb, idQAT4xxx, idQAT4xxx, noACS)
 				return pair{r.t, r.ep0, r.ep1, "kernel unknown"}
 			},
-			want: outcome{MapType: Unknown, Distance: 4, Unknowns: 1},
+			want: outcome{MapType: Unknown, Distance: 4, Unknowns: []UnknownKind{WhitelistVersion}},
 		},
 		{
 			name: "Zhaoxin across host bridges, 7.4",
@@ -549,7 +554,7 @@ func TestCalc(t *testing.T) {
 				r := buildTwoRootPorts(tb, idIceLake, idIceLake, noACS)
 				return pair{r.t, r.ep0, r.ep1, "older than 5.9"}
 			},
-			want: outcome{MapType: Unknown, Distance: 4, Unknowns: 1},
+			want: outcome{MapType: Unknown, Distance: 4, Unknowns: []UnknownKind{OldKernelRules}},
 		},
 		{
 			name: "kernel 4.19 has no P2PDMA",
@@ -587,15 +592,29 @@ func TestFix(t *testing.T) {
 	s.dsp0ACS, s.dsp1ACS = acsIOMMU|int(pcie.ACSEgressControl), int(pcie.ACSRequestRedirect)
 	s = s.build(t)
 	got := NewCalculator(s.t, intel).Calc(s.ep0, s.ep1).Fix
-	want := &Fix{
-		KernelParam: "pci=disable_acs_redir=0000:02:00.0;0000:02:01.0",
-		Setpci: []string{
-			"setpci -s 0000:02:00.0 ECAP_ACS+6.w=0000:002c",
-			"setpci -s 0000:02:01.0 ECAP_ACS+6.w=0000:002c",
-		},
+	if diff := cmp.Diff(&Fix{Bridges: []pcie.Address{s.dsp0.Address, s.dsp1.Address}}, got); diff != "" {
+		t.Fatalf("Fix mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Fix mismatch (-want +got):\n%s", diff)
+	if got, want := got.KernelParam(), "pci=disable_acs_redir=0000:02:00.0;0000:02:01.0"; got != want {
+		t.Errorf("KernelParam() = %q, want %q", got, want)
+	}
+	wantSetpci := []string{
+		"setpci -s 0000:02:00.0 ECAP_ACS+6.w=0000:002c",
+		"setpci -s 0000:02:01.0 ECAP_ACS+6.w=0000:002c",
+	}
+	if diff := cmp.Diff(wantSetpci, got.Setpci()); diff != "" {
+		t.Errorf("Setpci() mismatch (-want +got):\n%s", diff)
+	}
+	if want := fmt.Sprintf("ECAP_ACS+6.w=0000:%04x", acsRedirectMask); SetpciClearArgs != want {
+		t.Errorf("SetpciClearArgs = %q, want the redirect mask %q", SetpciClearArgs, want)
+	}
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON := `{"kernel_param":"pci=disable_acs_redir=0000:02:00.0;0000:02:01.0","setpci":["setpci -s 0000:02:00.0 ECAP_ACS+6.w=0000:002c","setpci -s 0000:02:01.0 ECAP_ACS+6.w=0000:002c"]}`
+	if string(b) != wantJSON {
+		t.Errorf("JSON = %s, want %s", b, wantJSON)
 	}
 	// No fix when ACS is not the cause.
 	r := buildTwoRootPorts(t, idQ35Host, idQ35Host, acsIOMMU)
@@ -609,7 +628,7 @@ func TestCalcNotInTopology(t *testing.T) {
 	c := NewCalculator(s.t, intel)
 	stray := &pcie.Device{Record: pcie.Record{Address: pcie.Address{Bus: 9}}}
 	v := c.Calc(s.ep0, stray)
-	if v.MapType != Unknown || len(v.Unknowns) != 1 {
+	if v.MapType != Unknown || len(v.Unknowns) != 1 || !v.HasUnknown(NotInTopology) {
 		t.Errorf("Calc with a stray client = %v, unknowns %q; want unknown with a reason", v.MapType, v.Unknowns)
 	}
 }
@@ -622,8 +641,8 @@ func TestCalcLoop(t *testing.T) {
 	x.Parent = y // a broken tree
 	z := b.fn(t, h, nil, "00:02.0", idNVMe, pcie.PortEndpoint, noACS)
 	v := NewCalculator(b.t, intel).Calc(y, z)
-	if v.MapType != Unknown {
-		t.Errorf("verdict over a looped tree = %v; want unknown", v.MapType)
+	if v.MapType != Unknown || !v.HasUnknown(TreeLoop) {
+		t.Errorf("verdict over a looped tree = %v, unknowns %q; want unknown, the tree has a loop", v.MapType, v.Unknowns)
 	}
 }
 

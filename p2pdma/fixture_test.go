@@ -91,7 +91,7 @@ func TestFixtureMachines(t *testing.T) {
 			machine: "dgx-h100-nonroot", provider: "gpu0", client: "nic0",
 			want: func(machine, *pcie.Device, *pcie.Device) outcome {
 				// gpu0, its port, the common upstream port, nic0's port, nic0.
-				return outcome{MapType: Unknown, Distance: 4, Unknowns: 5}
+				return outcome{MapType: Unknown, Distance: 4, Unknowns: []UnknownKind{ACSUnread, ACSUnread, ACSUnread, ACSUnread, ACSUnread}}
 			},
 		},
 		{
@@ -147,7 +147,7 @@ func TestFixtureMachines(t *testing.T) {
 			// Kernel 5.4: host-bridge rules before 5.9 are not modelled.
 			machine: "intel-xeon-e5", provider: "gpu0", client: "gpu1",
 			want: func(machine, *pcie.Device, *pcie.Device) outcome {
-				return outcome{MapType: Unknown, Distance: 4, Unknowns: 1}
+				return outcome{MapType: Unknown, Distance: 4, Unknowns: []UnknownKind{OldKernelRules}}
 			},
 		},
 		{
@@ -169,7 +169,7 @@ func TestFixtureMachines(t *testing.T) {
 			v := NewCalculator(m.topo, m.plat).Calc(p, c)
 			got := project(v)
 			if tt.vfConfig {
-				got.Unknowns = 0
+				got.Unknowns = nil
 			}
 			if diff := cmp.Diff(tt.want(m, p, c), got); diff != "" {
 				t.Errorf("verdict (-want +got):\n%s\nreason: %s", diff, v.Reason)

@@ -1,8 +1,6 @@
 package p2pdma
 
 import (
-	"fmt"
-
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -19,11 +17,11 @@ func CheckComplete(v Verdict, provider, client *pcie.Device) Verdict {
 	}
 	for _, end := range []*pcie.Device{provider, client} {
 		if gap := incompleteBelow(end, v.Common); gap != nil {
-			what := fmt.Sprintf("the parent of %s is not known (its sysfs path names a bridge that was not read, or a loop)", gap.Address)
+			u := UnknownFact{Kind: ParentUnknown, Device: &gap.Address}
 			v.MapType = Unknown
-			v.Reason = what + ": the kernel's walk would cross the missing bridges"
+			v.Reason = u.String() + ": the kernel's walk would cross the missing bridges"
 			v.Fix = nil
-			v.Unknowns = append(v.Unknowns, what)
+			v.Unknowns = append(v.Unknowns, u)
 			return v
 		}
 	}

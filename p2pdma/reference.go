@@ -102,7 +102,7 @@ func refThroughHostBridge(plat Platform, provider, client *pcie.Device, mapType 
 // drivers/pci/p2pdma.c (RR, CR or EC set in ACS Control), counting the functions
 // whose ACS Control was not read apart.
 func refCountACSRedir(d *pcie.Device, acsCnt, acsUnread int) (int, int) {
-	switch state, _ := acsRedirState(d, ""); state {
+	switch acsRedirState(d) {
 	case yes:
 		acsCnt++
 	case maybe:

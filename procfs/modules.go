@@ -20,6 +20,23 @@ type Module struct {
 	Taints   string   // e.g. "OE", empty when untainted
 }
 
+// Modules are the lines of /proc/modules.
+type Modules []Module
+
+// Loaded reports whether the module name is loaded: it has a line of its own.
+// /proc/modules prints the name the module was built with, in which kbuild
+// turned every '-' into '_' (scripts/Makefile.lib, KBUILD_MODNAME), so name is
+// matched that way too: nvidia-peermem finds nvidia_peermem.
+func (m Modules) Loaded(name string) bool {
+	name = strings.ReplaceAll(name, "-", "_")
+	for _, mod := range m {
+		if mod.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Modules reads /proc/modules.
 func (fsys FS) Modules() ([]Module, error) {
 	b, err := fsys.r.ReadFile("proc/modules", procLimit)

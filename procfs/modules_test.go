@@ -31,3 +31,24 @@ func TestParseModules(t *testing.T) {
 		t.Errorf("no modules = %v, %v; want empty, not nil", got, err)
 	}
 }
+
+func TestModulesLoaded(t *testing.T) {
+	mods := Modules{{Name: "nvidia_peermem"}, {Name: "gdrdrv"}}
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{"gdrdrv", true},
+		{"nvidia_peermem", true},
+		{"nvidia-peermem", true}, // kbuild's KBUILD_MODNAME has '_' for '-'
+		{"nvidia", false},
+		{"gdr", false},
+	} {
+		if got := mods.Loaded(tt.name); got != tt.want {
+			t.Errorf("Loaded(%q) = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+	if Modules(nil).Loaded("gdrdrv") {
+		t.Error("nil Modules has gdrdrv loaded")
+	}
+}

@@ -88,12 +88,12 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 	}
 	p.line("why:             " + Escape(v.Reason))
 	for _, u := range v.Unknowns {
-		p.line("unknown:         " + s.warn(Escape(u)))
+		p.line("unknown:         " + s.warn(Escape(u.String())))
 	}
 	if v.Fix != nil {
 		p.line("")
-		p.line("fix (boot):      add the kernel parameter " + s.bold(`"`+v.Fix.KernelParam+`"`))
-		for i, c := range v.Fix.Setpci {
+		p.line("fix (boot):      add the kernel parameter " + s.bold(`"`+v.Fix.KernelParam()+`"`))
+		for i, c := range v.Fix.Setpci() {
 			label := "fix (runtime):   "
 			if i > 0 {
 				label = "                 "

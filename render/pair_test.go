@@ -151,7 +151,7 @@ func TestPairText(t *testing.T) {
 			name: "terminal controls in the reason", machine: "degraded-link", provider: "gpu0", client: "gpu1",
 			edit: func(r *PairReport) {
 				r.Verdict.Reason = "a\x1b[2Jb"
-				r.Verdict.Unknowns = []string{"c\rd"}
+				r.Verdict.Unknowns = []p2pdma.UnknownFact{{Kind: p2pdma.WhitelistVersion, Detail: "c\rd"}}
 			},
 			want:    []string{"why:             " + Escape("a\x1b[2Jb"), "unknown:         " + Escape("c\rd")},
 			notWant: []string{"why:             a\x1b"},

@@ -91,23 +91,23 @@ func appendPair(b []byte, p Pair, reasons reasonCache) []byte {
 	b = reasons.append(b, p.Reason)
 	if p.Fix != nil {
 		b = append(b, `,"fix":{"kernel_param":`...)
-		b = appendJSONString(b, p.Fix.KernelParam)
+		b = appendJSONString(b, p.Fix.KernelParam())
 		b = append(b, `,"setpci":[`...)
-		for i, s := range p.Fix.Setpci {
+		for i, a := range p.Fix.Bridges {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = appendJSONString(b, p2pdma.SetpciClear(a))
 		}
 		b = append(b, "]}"...)
 	}
 	if len(p.Unknowns) > 0 {
 		b = append(b, `,"unknowns":[`...)
-		for i, s := range p.Unknowns {
+		for i, u := range p.Unknowns {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = appendJSONString(b, u.String())
 		}
 		b = append(b, ']')
 	}

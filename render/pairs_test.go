@@ -28,7 +28,7 @@ func TestPairsJSONContract(t *testing.T) {
 	pairs := []Pair{
 		{Verdict: p2pdma.Verdict{Provider: a, Client: b, MapType: p2pdma.BusAddr, Distance: 4, Reason: "below a common bridge"}, PathType: "PIX"},
 		{Verdict: p2pdma.Verdict{Provider: b, Client: a, MapType: p2pdma.ThruHostBridge, Distance: 4, ACSRedirect: []pcie.Address{sw},
-			Reason: "ACS \"redirect\"\n", Fix: &p2pdma.Fix{KernelParam: "pci=disable_acs_redir=0000:02:00.0", Setpci: []string{"setpci -s 0000:02:00.0 ECAP_ACS+6.w=0000:002c"}}}, PathType: "PIX"},
+			Reason: "ACS \"redirect\"\n", Fix: &p2pdma.Fix{Bridges: []pcie.Address{sw}}}, PathType: "PIX"},
 	}
 	var buf bytes.Buffer
 	if err := PairsJSON(&buf, seqOf(pairs...)); err != nil {

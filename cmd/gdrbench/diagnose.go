@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"slices"
 	"strings"
 
 	"github.com/p2pkit/p2pkit/internal/gdrready"
@@ -59,7 +58,7 @@ func diagnose(fsys procfs.FS, openErr error, uid int) readiness {
 	}
 
 	if mods, err := fsys.Modules(); err == nil {
-		loaded := slices.ContainsFunc(mods, func(m procfs.Module) bool { return m.Name == "gdrdrv" })
+		loaded := procfs.Modules(mods).Loaded("gdrdrv")
 		r.Module, g.Module = &loaded, &loaded
 	} else if errors.Is(err, fs.ErrNotExist) {
 		problem("/proc/modules does not exist", "run where /proc is mounted")

@@ -19,13 +19,13 @@ func (o *globalOptions) openRoot() (hostfs.Root, error) {
 		if err != nil {
 			return hostfs.Root{}, noEvalError(err)
 		}
-		return root, nil
+		return root.WithMeter(o.reads), nil
 	}
 	root, err := hostfs.Open(o.root)
 	if err != nil {
 		return hostfs.Root{}, noEvalError(err)
 	}
-	return root, nil
+	return root.WithMeter(o.reads), nil
 }
 
 // load reads the machine into a node.Node. Warnings (unreadable files, a missing

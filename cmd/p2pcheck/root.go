@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/cli"
 )
 
@@ -20,6 +21,10 @@ type globalOptions struct {
 	kernel   string
 	noNVML   bool
 	pciIDs   string
+
+	// reads counts the bytes this run reads, from the root and every file a
+	// user names (hostfs.ReadNamed(o.reads, ...)), against one budget.
+	reads *hostfs.Meter
 
 	stdout, stderr io.Writer
 }
@@ -39,7 +44,7 @@ Exit codes: 0 ready (warnings allowed), 1 a check failed, 2 warnings present and
 --fail-on=warn given, 3 p2pcheck could not evaluate, 64 usage error.`
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
-	o := &globalOptions{stdout: stdout, stderr: stderr}
+	o := &globalOptions{stdout: stdout, stderr: stderr, reads: hostfs.NewMeter(hostfs.DefaultBudget.RunBytes)}
 	ro := &reportOptions{global: o}
 	cmd := &cobra.Command{
 		Use:           "p2pcheck",

@@ -1,0 +1,213 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/sysfs"
+)
+
+// IOMMU command-line options checkIOMMU reports, as Documentation/admin-guide/
+// kernel-parameters.txt spells them.
+var iommuOptions = []string{"iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict"}
+
+// checkIOMMU reports how the IOMMU treats DMA and whether that matters for the
+// node's peer paths. The group types come from /sys/kernel/iommu_groups/*/type
+// (iommu_group_show_type in drivers/iommu/iommu.c; readable since Linux 4.19,
+// writable since 5.11), the hardware units from /sys/class/iommu and the options
+// from /proc/cmdline.
+//
+// Translation (DMA, DMA-FQ) matters per path, not per node:
+//   - GPU pairs over NVLink (HGX, NVL, GH200) never cross the IOMMU;
+//   - GPU pairs over PCIe: NVIDIA's P2P over a translating IOMMU on bare metal is
+//     unsupported (wrong data or hangs), so it blocks p2p;
+//   - GPU-NIC pairs (GPUDirect RDMA): nvidia-peermem needs 1:1 addresses, "they
+//     must be disabled or configured for pass-through" (NVIDIA's GPUDirect RDMA
+//     guide, "IOMMUs"), while DMA-BUF imports map the peer through the IOMMU
+//     (dma_buf_map_attachment), so it blocks gdr only where DMA-BUF is not possible;
+//   - NVMe and p2pmem pairs go through the kernel's P2PDMA, which maps through the
+//     IOMMU where it must (pci_p2pdma_map_segment in drivers/pci/p2pdma.c).
+//
+// Without NVML the NVLink facts are missing, so translated GPU pairs are unknown,
+// never a failure. In a VM the guest IOMMU only warns: the host decides.
+func checkIOMMU(f *Facts) Result {
+	p := f.Node.Platform
+	r := Result{Refs: []string{docRef("iommu_mode"), "linux drivers/iommu/iommu.c iommu_group_show_type", urlIOMMUGroupABI, urlKernelParams, urlGPUDirectRDMA, urlNCCLTrouble}}
+	var opts []string
+	if p.Cmdline != nil {
+		for _, name := range iommuOptions {
+			if v, ok := p.Cmdline.Lookup(name); ok {
+				opts = append(opts, name+"="+v)
+			}
+		}
+		r.Evidence = append(r.Evidence, Evidence{Source: "/proc/cmdline", Value: strings.Join(opts, " ")})
+	}
+	if p.IOMMUUnits != nil {
+		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/class/iommu", Value: strings.Join(p.IOMMUUnits, " ")})
+	}
+	if slices.Contains(opts, "amd_iommu=on") {
+		r.Findings = append(r.Findings, Finding{Subject: "amd_iommu=on", Status: Warn,
+			Message: "amd_iommu= has no on value (Documentation/admin-guide/kernel-parameters.txt): the kernel ignores it; AMD-Vi is on by default"})
+	}
+	if len(p.IOMMUGroups) == 0 {
+		r.Status = Pass
+		r.Observed = "off"
+		r.Summary = "no IOMMU active (no IOMMU groups): DMA addresses are physical"
+		if len(p.IOMMUUnits) > 0 {
+			r.Summary = "IOMMU units present (" + strings.Join(p.IOMMUUnits, ", ") + ") but no groups: DMA is not translated"
+		}
+		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/kernel/iommu_groups", Value: "absent or empty"})
+		return r
+	}
+	types := map[int]sysfs.IOMMUDomainType{}
+	for _, g := range p.IOMMUGroups {
+		types[g.ID] = g.Type
+	}
+	counts := map[sysfs.IOMMUDomainType]int{}
+	translated := map[pcie.Address]bool{}
+	for _, d := range f.devices {
+		if d.IOMMUGroup == nil {
+			continue
+		}
+		t := types[*d.IOMMUGroup]
+		counts[t]++
+		if t.Translated() {
+			translated[d.Address] = true
+		}
+	}
+	var seen []string
+	for _, t := range []sysfs.IOMMUDomainType{sysfs.IOMMUIdentity, sysfs.IOMMUDMA, sysfs.IOMMUDMAFQ, sysfs.IOMMUUnmanaged, sysfs.IOMMUBlocked, sysfs.IOMMUUnknown} {
+		if counts[t] > 0 {
+			seen = append(seen, fmt.Sprintf("%d %s", counts[t], t))
+		}
+	}
+	r.Observed = "groups of devices of interest: " + strings.Join(seen, ", ")
+	r.Evidence = append(r.Evidence, Evidence{Source: "/sys/kernel/iommu_groups/*/type", Value: strings.Join(seen, ", ")})
+	r.Expected = "identity (passthrough) or no IOMMU where a peer path needs it"
+	passthrough := slices.Contains(opts, "iommu=pt") || slices.ContainsFunc(opts, func(o string) bool {
+		v, ok := strings.CutPrefix(o, "iommu.passthrough=")
+		return ok && kernelBool(v)
+	})
+	switch {
+	case len(translated) > 0:
+		f.judgeTranslation(&r, translated)
+	case counts[sysfs.IOMMUIdentity] > 0 && counts[sysfs.IOMMUUnknown] == 0:
+		r.Status = Pass
+		r.Summary = "IOMMU in passthrough (identity domains)"
+	case passthrough:
+		r.Status = Pass
+		r.Summary = "IOMMU group types unreadable; the command line asks for passthrough (" + strings.Join(opts, " ") + ")"
+	default:
+		r.Status = Unknown
+		r.Blocks = []Capability{CapP2P, CapGDR}
+		r.Summary = "IOMMU active but its domain types are unreadable (/sys/kernel/iommu_groups/*/type exists since Linux 4.19) and the command line does not ask for passthrough"
+		r.Remediation = []string{"look for the default domain type in the kernel log (dmesg | grep -i -e DMAR -e AMD-Vi -e iommu); if it is translated: " + passthroughParam(f)}
+	}
+	return r
+}
+
+// kernelBool reports a true value as the kernel's kstrtobool reads it (lib/kstrtox.c):
+// 1, y, Y, on.
+func kernelBool(v string) bool {
+	switch strings.ToLower(v) {
+	case "1", "y", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// judgeTranslation fills r for an IOMMU that translates DMA for the devices in
+// translated, pair by pair (see checkIOMMU).
+func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
+	dmabuf := f.dmabuf()
+	var blocks []Capability
+	unknown := false
+	affected, onPath := 0, 0
+	var lines pairLines
+	for pr := range f.pairs() {
+		if !translated[pr.a.Address] && !translated[pr.b.Address] {
+			continue
+		}
+		onPath++
+		gpuA, gpuB := pr.a.IsGPU(), pr.b.IsGPU()
+		switch {
+		case gpuA && gpuB:
+			switch f.nvlinkPair(pr.a.Address, pr.b.Address) {
+			case nvlinkUnknown:
+				unknown = true
+				lines.finding(pr, Unknown, "GPU pair behind a translating IOMMU: without NVML it is unknown whether it talks over NVLink (unaffected) or PCIe (unsupported)")
+				lines.subject(pr)
+			case nvlinkYes:
+				lines.finding(pr, Pass, "GPU pair talks over NVLink: the IOMMU is not on its path")
+			default:
+				affected++
+				blocks = appendNew(blocks, CapP2P)
+				lines.finding(pr, Fail, "GPU pair talks over PCIe through a translating IOMMU: unsupported on bare metal")
+				lines.subject(pr)
+			}
+		case (gpuA && isRDMANIC(pr.b)) || (gpuB && isRDMANIC(pr.a)):
+			switch dmabuf.state {
+			case Pass:
+				lines.finding(pr, Pass, "GPUDirect RDMA over DMA-BUF maps the GPU through the IOMMU: unaffected")
+			case Fail:
+				affected++
+				blocks = appendNew(blocks, CapGDR)
+				lines.finding(pr, Fail, "GPUDirect RDMA through nvidia-peermem needs 1:1 addresses (", dmabuf.why, ")")
+				lines.subject(pr)
+			default:
+				unknown = true
+				lines.finding(pr, Unknown, "GPUDirect RDMA: unaffected over DMA-BUF, broken through nvidia-peermem; whether DMA-BUF is possible is unknown (", dmabuf.why, ")")
+				lines.subject(pr)
+			}
+		default:
+			lines.finding(pr, Pass, "kernel P2PDMA maps through the IOMMU where it must")
+		}
+	}
+	lines.listFindings(r)
+	n := len(translated)
+	switch {
+	case onPath == 0:
+		r.Status = Pass
+		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s), but no GPU, NIC or NVMe peer pair is among them", n)
+		return
+	case (affected > 0 || unknown) && f.Hypervisor():
+		r.Status = Warn
+		r.Summary = fmt.Sprintf("guest IOMMU translates DMA for %d device(s) on peer paths: P2P needs the hypervisor's support", n)
+	case affected > 0:
+		r.Status = Fail
+		r.Blocks = blocks
+		r.Summary = fmt.Sprintf("IOMMU translates DMA on %d peer path(s) that need passthrough (%d device(s) of interest translated)", affected, n)
+	case unknown:
+		r.Status = Unknown
+		r.Blocks = []Capability{CapP2P, CapGDR}
+		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s) of interest; whether their peer paths need passthrough is unknown", n)
+	default:
+		r.Status = Pass
+		r.Summary = fmt.Sprintf("IOMMU translates DMA for %d device(s), but no peer path needs passthrough (NVLink, DMA-BUF or kernel P2PDMA)", n)
+		return
+	}
+	r.Subjects = append(r.Subjects, lines.subjects...)
+	r.Remediation = []string{
+		passthroughParam(f) + ", then reboot",
+		"or, per IOMMU group on Linux 5.11+ with the device's driver unbound: echo identity > /sys/kernel/iommu_groups/<group>/type",
+	}
+}
+
+// passthroughParam is the boot parameter that makes the default domains identity
+// on this machine (Documentation/admin-guide/kernel-parameters.txt): iommu=pt is
+// x86-only; iommu.passthrough=1 works on arm64 and x86. amd_iommu= has no "on"
+// (AMD-Vi is on by default) and intel_iommu=on only enables VT-d.
+func passthroughParam(f *Facts) string {
+	c := f.Node.Platform.CPU
+	switch {
+	case f.Arm64():
+		return "add iommu.passthrough=1 to the kernel command line (arm64: iommu= is an x86 parameter)"
+	case c != nil && (c.VendorID == "AuthenticAMD" || c.VendorID == "HygonGenuine"):
+		return "add iommu=pt to the kernel command line (AMD-Vi stays on for interrupt remapping and VFIO; amd_iommu= has no on value)"
+	case c != nil && c.VendorID == "GenuineIntel":
+		return "add iommu=pt to the kernel command line (keep intel_iommu=on where VT-d must stay on for VFIO)"
+	}
+	return "add iommu.passthrough=1 (arm64 and x86) or iommu=pt (x86 only) to the kernel command line"
+}
