@@ -551,10 +551,18 @@ func groupList(g []int) string {
 	return joinInts(g)
 }
 
-// clause is the first clause of a reason, for a table cell.
+// clause is the first clause of a reason, for a table cell: up to a semicolon or a
+// colon that ends a clause (not one inside an address), and a list of ACS bridges
+// without what follows it.
 func clause(reason string) string {
-	if i := strings.IndexAny(reason, ":;"); i > 0 {
-		return reason[:i]
+	for i, c := range reason {
+		if c == ';' || c == ':' && (i+1 == len(reason) || reason[i+1] == ' ') {
+			reason = reason[:i]
+			break
+		}
+	}
+	if i := strings.Index(reason, ", between the client"); i > 0 {
+		reason = reason[:i]
 	}
 	return reason
 }

@@ -29,8 +29,11 @@ func (w wants) set(d *pcie.Device, mask, value uint16, why string, shape bool) *
 		x = &want{}
 		w[d] = x
 	}
-	if x.shape && !shape {
+	switch {
+	case x.shape && !shape:
 		mask &^= x.mask
+	case shape && !x.shape:
+		x.why = "" // the shape's reasons replace the generic rule's
 	}
 	x.mask |= mask
 	x.value = x.value&^mask | value&mask

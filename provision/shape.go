@@ -343,14 +343,14 @@ const (
 // port of the segment.
 func (s Shape) planDataDirect(w wants, mode Mode) []string {
 	req := iommugroup.ReqACSFlags
-	for _, d := range append(descendants(s.RootPort), s.RootPort) {
-		if hasACS(d) != nil && d.IsBridge() {
-			w.set(d, req, isolated(d), whyShapeIso, true)
-		}
-	}
 	w.set(s.DMAPort, req, isolated(s.DMAPort)&^pcie.ACSRequestRedirect, whyDDRequest, true)
 	w.set(s.GPUPort, req, isolated(s.GPUPort)&^pcie.ACSCompletionRedirect, whyDDCompletion, true)
 	w.set(s.RootPort, req, isolated(s.RootPort)&^pcie.ACSSourceValidation, whyDDGroup, true)
+	for _, d := range descendants(s.RootPort) {
+		if x := w[d]; hasACS(d) != nil && d.IsBridge() && (x == nil || !x.shape) {
+			w.set(d, req, isolated(d), whyShapeIso, true)
+		}
+	}
 	notes := []string{fmt.Sprintf("Data Direct: %s is the DMA function of NIC %s; the mainline kernel's P2PDMA verdict "+
 		"does not describe this path (NVIDIA's kernel, linux-nvidia 6.14 and later, carries the patches it needs)",
 		s.DMA.Address, addrList(s.NICs))}

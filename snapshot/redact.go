@@ -47,7 +47,13 @@ type Manifest struct {
 	TruncatedConfigs int `json:"truncated_configs"`
 	// NVML is set when p2pkit/nvml.json holds the NVML facts of the machine.
 	NVML bool `json:"nvml"`
+	// Source names a capture that is not a p2pcheck snapshot: "rdma_topo dump" for
+	// rdma-core's JSON capture read by package rdmatopo. Empty for a snapshot.
+	Source string `json:"source,omitempty"`
 }
+
+// SourceRDMATopo is Manifest.Source of an rdma_topo dump.
+const SourceRDMATopo = "rdma_topo dump"
 
 // redactedItems is Manifest.Redacted of a redacted capture.
 var redactedItems = []string{"device_serial_number", "vpd", "serial_number", "hostname"}
