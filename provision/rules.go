@@ -15,7 +15,8 @@ type want struct {
 	mask, value uint16
 	pairs       int
 	why         string
-	shape       bool // set by a shape, whose bits the generic rules do not change
+	shape       bool   // set by a shape, whose bits the generic rules do not change
+	generic     uint16 // the bits the generic rules set
 }
 
 // wants collects the plan's decisions per function.
@@ -32,8 +33,11 @@ func (w wants) set(d *pcie.Device, mask, value uint16, why string, shape bool) *
 	switch {
 	case x.shape && !shape:
 		mask &^= x.mask
-	case shape && !x.shape:
-		x.why = "" // the shape's reasons replace the generic rule's
+	case shape && !x.shape && x.generic&^mask == 0:
+		x.why = "" // the shape decides every bit the generic rules did
+	}
+	if !shape {
+		x.generic |= mask
 	}
 	x.mask |= mask
 	x.value = x.value&^mask | value&mask
@@ -105,6 +109,11 @@ func (w wants) virtHost(t *pcie.Topology, a, b *pcie.Device) []string {
 		if ats, _ := end.ATSState(); ats == nil {
 			continue
 		}
+		if p.Common == nil {
+			// Between root ports, peer-to-peer routing is the root complex's own
+			// (PCIe Base Specification 6.12.1.1): rdma_topo sets nothing there either.
+			continue
+		}
 		port := turningPort(end, p.Common)
 		if port == nil {
 			continue
@@ -121,9 +130,8 @@ func (w wants) virtHost(t *pcie.Topology, a, b *pcie.Device) []string {
 }
 
 // turningPort returns the port on end's side where the path to its peer turns: the
-// downstream or root port just below the common upstream bridge, or end's root port
-// when the path crosses the root complex (common nil). It is nil when end itself is
-// that function (its own ACS, not a port's, decides) or it is not a port.
+// downstream or root port just below the common upstream bridge. It is nil when end
+// itself is that function (its own ACS, not a port's, decides) or it is not a port.
 func turningPort(end, common *pcie.Device) *pcie.Device {
 	x := end
 	for i := 0; i <= 256; i++ {
