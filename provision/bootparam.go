@@ -199,3 +199,46 @@ func (b BootParam) Fits(cmdline string) (length int, ok bool) {
 	length = len(strings.TrimSpace(cmdline)) + len(` ""`) + len(b.Param)
 	return length, length <= CommandLineSize-1
 }
+
+// Parser is how one kernel release applies the ACS boot parameters.
+type Parser struct{ k kversion.Version }
+
+// ParserOf returns how kernel k applies the ACS boot parameters.
+func ParserOf(k kversion.Version) Parser { return Parser{k: k} }
+
+// Applies returns "" when the kernel applies the parameter name
+// ("disable_acs_redir", "config_acs") so that the functions it names hold the bits
+// it gives (RR, CR and EC clear; the bits of a config_acs mask as its flags), else
+// why that cannot be told.
+func (p Parser) Applies(name string) string {
+	k := p.k
+	switch {
+	case k.IsZero():
+		return "the kernel release is unknown, so what the parameter set cannot be told"
+	case k.Compare(kernelDisableACSRedir) < 0:
+		return fmt.Sprintf("Linux %s has no ACS boot parameter", k)
+	case name == "config_acs" && k.Compare(kernelConfigACS) < 0:
+		return fmt.Sprintf("Linux %s does not know pci=config_acs= (6.11 and later) and ignores it", k)
+	case k.Compare(kernelConfigACS) >= 0 && !configACSFixed(k):
+		return fmt.Sprintf("Linux %s has the parser of commit 47c8846a49ba without its fix 9cf8a952d57b, which takes bits "+
+			"from the firmware's value: what it set cannot be told", k)
+	}
+	return ""
+}
+
+// ClearRedirectParam is NewBootParam for clearing RR, CR and EC on the functions of
+// t at addrs, every other bit kept: the kernel's own fix for a pair
+// (p2pdma.Fix.Bridges). The report's acs_path, `p2pcheck pair` and `p2pcheck fix`
+// all make the boot parameter of that fix here, so they show one form for one
+// kernel.
+func ClearRedirectParam(t *pcie.Topology, k kversion.Version, addrs []pcie.Address) BootParam {
+	var s []Setting
+	for _, a := range addrs {
+		if d := t.Device(a); d != nil {
+			if acs, _ := d.ACS(); acs != nil {
+				s = append(s, Setting{Device: d, Control: acs.Control, Planned: acs.Control &^ p2pdma.RedirectMask})
+			}
+		}
+	}
+	return NewBootParam(k, s)
+}

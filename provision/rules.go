@@ -99,12 +99,18 @@ func (w wants) bareMetal(t *pcie.Topology, a, b *pcie.Device) {
 // "ATS and ACS configuration"). It returns what it cannot do.
 func (w wants) virtHost(t *pcie.Topology, a, b *pcie.Device) []string {
 	p := t.Path(a, b)
+	var notes []string
 	for _, h := range p.Hops {
-		if acs := hasACS(h.Device); acs != nil {
+		acs := hasACS(h.Device)
+		if acs != nil {
 			w.set(h.Device, iommugroup.ReqACSFlags, acs.Capability&iommugroup.ReqACSFlags, whyIsolation, false).pairs++
+			continue
+		}
+		if p.Common != nil && h.Device != p.Common && isPort(h.Device) {
+			notes = append(notes, fmt.Sprintf("%s has no ACS capability: the functions below it reach their peers below %s "+
+				"directly, without the IOMMU, whatever their IOMMU groups say", h.Device.Address, p.Common.Address))
 		}
 	}
-	var notes []string
 	for _, end := range []*pcie.Device{a, b} {
 		if ats, _ := end.ATSState(); ats == nil {
 			continue
@@ -147,8 +153,15 @@ func turningPort(end, common *pcie.Device) *pcie.Device {
 	if x == end {
 		return nil
 	}
-	if pt, ok := x.PortType(); !ok || pt != pcie.PortRootPort && pt != pcie.PortDownstream {
+	if !isPort(x) {
 		return nil
 	}
 	return x
+}
+
+// isPort reports whether d is a root port or a switch downstream port, the ports
+// ACS redirect and Direct Translated P2P act at.
+func isPort(d *pcie.Device) bool {
+	pt, ok := d.PortType()
+	return ok && (pt == pcie.PortRootPort || pt == pcie.PortDownstream)
 }

@@ -87,3 +87,11 @@ func (c *capture) pseudonym(key, value string) string {
 	c.vpdNames[id] = p
 	return p
 }
+
+// acsApplied is the record `p2pcheck fix --apply` keeps of the ACS bits it set
+// (provision.StatePath), captured so that the acs_drift check judges a snapshot as
+// it judges the machine.
+const acsApplied = "run/p2pcheck/acs-applied.json"
+
+// fixState captures that record when there is one.
+func (c *capture) fixState() { c.file(acsApplied, procLimit) }

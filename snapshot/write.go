@@ -103,6 +103,7 @@ func WriteOptions(src hostfs.Root, w io.Writer, opt Options) (Summary, error) {
 	c.pciFunctions()
 	c.procFiles()
 	c.platformFiles()
+	c.fixState()
 	c.devNodes()
 	c.finish(opt)
 	return c.write(w)
