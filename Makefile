@@ -14,6 +14,7 @@ ARGS      ?=
 STATICCHECK_VERSION ?= v0.8.2
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 FUZZTIME  ?= 10s
+FUZZMINEXECS ?= 100
 
 # go-nvml's cgo preamble includes NVML headers that mark some functions deprecated;
 # the compiler would print about 120 warnings about code that is not ours.
@@ -125,17 +126,25 @@ test-vm:
 	grep -E '^(vmtest |--- FAIL|FAIL|ok )' vmtest.log; \
 	if [ $$rc -ne 0 ]; then grep -E '^ +[a-z_]+_test\.go:[0-9]+:' vmtest.log | head -n 200; fi; exit $$rc
 
-# Every fuzz target for FUZZTIME each; all are run, and the failing ones are listed
-# at the end (non-zero exit if any failed).
+# Every fuzz target for FUZZTIME each; all are run, each one's executions are
+# printed, and the failing ones (a crash, or fewer than FUZZMINEXECS executions:
+# no real progress) are listed at the end (non-zero exit if any failed). New
+# inputs are not minimized (-fuzzminimizetime 0): minimizing each new input takes
+# up to a minute by default, so a target whose seeds find new coverage at once
+# (FuzzReadSnapshot) spent all of FUZZTIME minimizing and made 4 executions.
 fuzz-smoke:
-	@failed=(); for pkg in $$($(GO) list ./...); do \
+	@failed=(); summary=(); for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$f"; log=$$(mktemp -t fuzz-$$f.XXXXXX.log); \
-	    if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
-	      tail -n 20 $$log; failed+=("$$pkg $$f (log: $$log)"); \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 $$pkg >$$log 2>&1; rc=$$?; \
+	    execs=$$(grep -oE 'execs: [0-9]+' $$log | tail -n 1 | grep -oE '[0-9]+'); execs=$${execs:-0}; \
+	    summary+=("$$(printf '%10d  %s %s' $$execs $$pkg $$f)"); \
+	    if [ $$rc -ne 0 ] || [ $$execs -lt $(FUZZMINEXECS) ]; then \
+	      tail -n 20 $$log; failed+=("$$pkg $$f ($$execs executions; log: $$log)"); \
 	    else rm -f $$log; fi; \
 	  done; \
 	done; \
+	printf 'fuzz-smoke: executions per target in %s:\n' $(FUZZTIME); printf '%s\n' "$${summary[@]}"; \
 	if [ $${#failed[@]} -gt 0 ]; then printf 'fuzz-smoke: FAILED %s\n' "$${failed[@]}"; exit 1; fi; \
 	echo "fuzz-smoke: every target passed"
 

@@ -77,6 +77,44 @@
 // runtime/debug.SetPanicOnFault around the copy and a deferred recover,
 // about 5 ns more per copy.
 //
+// # Ordering
+//
+// Write-combining memory is weakly ordered: stores wait in the CPU's
+// write-combining buffers and reach the GPU in any order, and loads may be
+// performed early and in any order (Intel SDM vol. 3A, "Memory Types and
+// Their Properties"; on arm64 Normal Non-cacheable memory, Arm ARM "Memory
+// types and attributes"). The copies and words fence only where the
+// publication of data needs it, with the rules they rely on set out in the
+// package comment of gdrcopy/internal/wccopy:
+//
+//   - [Mapping.CopyToDevice] ends with a store fence (SFENCE; DMB ST on
+//     arm64): its stores reach the GPU before any later store of this
+//     thread.
+//   - [Mapping.StoreUint32] and [Mapping.StoreUint64] store after every
+//     earlier load, and after the stores of every earlier CopyToDevice and
+//     Store, and before any later store.
+//   - [Mapping.LoadUint32] and [Mapping.LoadUint64] load before every later
+//     load and store, the streaming loads of a later CopyFromDevice
+//     included (MFENCE; DMB LD on arm64), and their fence orders the loads
+//     of earlier copies before what follows too.
+//   - [Mapping.CopyFromDevice] fences nothing, as gdr_copy_from_mapping
+//     does not (libgdrapi 2.6 issues SFENCE there on x86 and DMB ST on
+//     arm64, which order no load): its loads may be performed in any order
+//     with other loads, and on x86 may return bytes that an earlier copy of
+//     the same 64-byte line left in a streaming-load buffer.
+//
+// On a caching mapping the copies are Go's copy, without fences, on
+// coherent memory; the words keep their fences and their guarantees (on
+// arm64 the Store words are store-releases, which order every earlier
+// store, a plain copy's included).
+//
+// So to hand data to the GPU, copy it and then store the flag; to take
+// data from the GPU, poll the flag with a Load, then copy the data, then
+// store the acknowledgement. A flag polled with CopyFromDevice orders
+// nothing. These order the CPU's own accesses; ordering them with GPU work
+// is the business of the GPU side (see the GPUDirect RDMA documentation on
+// synchronization).
+//
 // # Concurrency
 //
 // All types are safe for concurrent use. Copies take no lock at all: copies

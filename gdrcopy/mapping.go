@@ -22,12 +22,14 @@ import (
 // gdrcopy/internal/wccopy, the counterpart of gdr_copy_to_mapping and
 // gdr_copy_from_mapping: the device pointer's alignment picks every access
 // width (so no device access is unaligned), the bulk moves with streaming
-// stores or loads, and a fence ends each copy, so the stores have left the
-// CPU's write-combining buffers when CopyToDevice returns. Caching mappings
-// use a plain copy, as libgdrapi uses memcpy. Copies are blocking CPU
-// stores and loads: they order nothing with GPU work already launched (see
-// the GPUDirect RDMA documentation on synchronization). Reads from a
-// write-combining mapping are uncached and far slower than writes.
+// stores or loads, and a store fence ends each copy to the device, so its
+// stores have left the CPU's write-combining buffers when CopyToDevice
+// returns; copies from the device fence nothing (see "Ordering" in the
+// package documentation). Caching mappings use a plain copy, as libgdrapi
+// uses memcpy. Copies are blocking CPU stores and loads: they order nothing
+// with GPU work already launched (see the GPUDirect RDMA documentation on
+// synchronization). Reads from a write-combining mapping are uncached and
+// far slower than writes.
 //
 // A fault on the mapping during a copy becomes an error, never a crash:
 // the kernels return it, or a fault guard (runtime/debug.SetPanicOnFault)
@@ -104,8 +106,9 @@ func (m *Mapping) Len() int {
 // Type returns how the CPU maps the buffer.
 func (m *Mapping) Type() MappingType { return m.typ }
 
-// CopyToDevice copies src to the mapping at off. Nothing is copied unless
-// the whole range lies within the mapping. Once the mapping is closed it
+// CopyToDevice copies src to the mapping at off, and fences its stores
+// before any later store (see "Ordering" in the package documentation).
+// Nothing is copied unless the whole range lies within the mapping. Once the mapping is closed it
 // fails with an error matching [io/fs.ErrClosed]; once the GPU memory is
 // known to be freed, with [ErrInvalidated]; after a fault on the mapping in
 // persistent mode, with [ErrFault].
@@ -113,23 +116,31 @@ func (m *Mapping) CopyToDevice(off int, src []byte) error {
 	if !m.fast || !m.usable(off, len(src)) {
 		return m.guardedCopy("copy to device", off, src, true)
 	}
-	if _, addr := wccopy.TryToDevice(m.mem[off:], src); addr != 0 {
+	if addr := wccopy.TryToDevice(m.at(off), unsafe.SliceData(src), len(src)); addr != 0 {
 		return m.faultAt("copy to device", addr)
 	}
 	return nil
 }
 
-// CopyFromDevice copies len(dst) bytes of the mapping at off to dst.
-// Nothing is copied unless the whole range lies within the mapping. It fails
-// as CopyToDevice does.
+// CopyFromDevice copies len(dst) bytes of the mapping at off to dst. It
+// fences nothing: to read data the GPU flagged, poll the flag with
+// [Mapping.LoadUint32] or [Mapping.LoadUint64] first (see "Ordering" in the
+// package documentation). Nothing is copied unless the whole range lies
+// within the mapping. It fails as CopyToDevice does.
 func (m *Mapping) CopyFromDevice(dst []byte, off int) error {
 	if !m.fast || !m.usable(off, len(dst)) {
 		return m.guardedCopy("copy from device", off, dst, false)
 	}
-	if _, addr := wccopy.TryFromDevice(dst, m.mem[off:]); addr != 0 {
+	if addr := wccopy.TryFromDevice(unsafe.SliceData(dst), m.at(off), len(dst)); addr != 0 {
 		return m.faultAt("copy from device", addr)
 	}
 	return nil
+}
+
+// at returns the address of the mapping's byte at off, which usable
+// checked.
+func (m *Mapping) at(off int) *byte {
+	return (*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.mem)), off))
 }
 
 // guardedCopy is CopyToDevice (toDevice) and CopyFromDevice where a fault needs

@@ -9,8 +9,10 @@ import (
 
 // StoreUint32 stores v, in the CPU's byte order (little-endian on amd64
 // and arm64, as the GPU's), at off in the mapping with one naturally
-// aligned 4-byte store and the fence CopyToDevice ends with: the store of a
-// flag or doorbell, without the copy's ladder. The word must lie within the
+// aligned 4-byte store: the store of a flag or doorbell, without the copy's
+// ladder. The store comes after every earlier load and after the stores of
+// every earlier CopyToDevice and Store, and before any later store (see
+// "Ordering" in the package documentation). The word must lie within the
 // mapping and be 4-byte aligned. It fails as CopyToDevice does.
 func (m *Mapping) StoreUint32(off int, v uint32) error {
 	p, ok := m.word(off, 4)
@@ -42,9 +44,11 @@ func (m *Mapping) StoreUint64(off int, v uint64) error {
 }
 
 // LoadUint32 loads the 4-byte word at off in the mapping with one
-// naturally aligned load and the fence CopyFromDevice ends with. The word
-// must lie within the mapping and be 4-byte aligned. It fails as
-// CopyFromDevice does.
+// naturally aligned load, which comes before every later load and store,
+// the streaming loads of a later CopyFromDevice included: poll a flag with
+// it, then copy the data the flag guards (see "Ordering" in the package
+// documentation). The word must lie within the mapping and be 4-byte
+// aligned. It fails as CopyFromDevice does.
 func (m *Mapping) LoadUint32(off int) (v uint32, err error) {
 	p, ok := m.word(off, 4)
 	switch {

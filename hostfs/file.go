@@ -48,12 +48,17 @@ func byteCount(n int64) string {
 // limit still ends. A Meter may be shared by several goroutines. A nil *Meter
 // counts nothing.
 type Meter struct {
-	used  atomic.Int64
-	limit int64
+	used   atomic.Int64
+	limit  int64
+	parent *Meter
 }
 
 // NewMeter returns a Meter of limit bytes.
 func NewMeter(limit int64) *Meter { return &Meter{limit: limit} }
+
+// Sub returns a Meter of limit bytes for one part of the run (a library search)
+// whose reads count on m too.
+func (m *Meter) Sub(limit int64) *Meter { return &Meter{limit: limit, parent: m} }
 
 // Used returns the bytes read so far.
 func (m *Meter) Used() int64 {
@@ -70,9 +75,12 @@ func (m *Meter) charge(n int) error {
 		return nil
 	}
 	if m.used.Add(int64(n)) > m.limit {
+		if m.parent != nil {
+			return overBudget("RunBytes", m.limit, "bytes read for this part of the run")
+		}
 		return overBudget("RunBytes", m.limit, "bytes read in one run")
 	}
-	return nil
+	return m.parent.charge(n)
 }
 
 // WithMeter returns r counting its reads on m, so that every root and named file

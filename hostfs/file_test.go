@@ -156,6 +156,18 @@ func TestMeter(t *testing.T) {
 	if m.Used() != 30 {
 		t.Errorf("Used = %d, want 30", m.Used())
 	}
+	// A part of the run has a smaller limit of its own and counts on the run's.
+	run := hostfs.NewMeter(100)
+	part := run.Sub(15)
+	if _, err := hostfs.ReadNamed(part, filepath.Join(dir, "etc/a"), confKind); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostfs.ReadNamed(part, filepath.Join(dir, "etc/a"), confKind); !errors.Is(err, hostfs.ErrBudget) {
+		t.Errorf("over the part's limit: err = %v", err)
+	}
+	if run.Used() != 10 || part.Used() != 20 {
+		t.Errorf("run used %d, part %d; want 10 and 20 (the refused read is not the run's)", run.Used(), part.Used())
+	}
 }
 
 // TestOpenKind reads a file in pieces up to its kind's limit.
@@ -311,6 +323,9 @@ func TestReadAs(t *testing.T) {
 		{hidden, hostfs.Cred{UID: 0}, true},
 		{own, member, false},
 		{"relative.conf", hostfs.Cred{Bypass: true}, false},
+		// Below a directory it may not search, a missing file is refused as one
+		// that exists: its existence is not told either.
+		{filepath.Join(dir, "priv/none.conf"), nobody, false},
 	}
 	for _, tt := range tests {
 		b, err := hostfs.ReadAs(nil, tt.path, confKind, tt.c)

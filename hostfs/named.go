@@ -137,6 +137,11 @@ func ReadAs(m *Meter, path string, k Kind, c Cred) ([]byte, error) {
 	if !filepath.IsAbs(path) {
 		return nil, pathErr(errors.New("not an absolute path"))
 	}
+	// The directories first, from the top: what lies below one the process may not
+	// search is not looked at, so not even its existence is told.
+	if err := c.maySearch(filepath.Clean(path)); err != nil {
+		return nil, pathErr(err)
+	}
 	f, size, err := openNamed(path)
 	if err != nil {
 		return nil, pathErr(err)
@@ -149,9 +154,31 @@ func ReadAs(m *Meter, path string, k Kind, c Cred) ([]byte, error) {
 	return readAllFile(file)
 }
 
+// maySearch checks that c may search every directory above path, from "/" down,
+// and stops at the first it may not.
+func (c Cred) maySearch(path string) error {
+	var dirs []string
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+		if d == "/" {
+			break
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		di, err := os.Stat(dirs[i])
+		if err != nil {
+			return unwrapPath(err)
+		}
+		if !c.may(di, 1) {
+			return c.denied("directory " + dirs[i])
+		}
+	}
+	return nil
+}
+
 // mayRead checks that c may read the open file f found at path: the file itself,
-// and the directories above path and above the path its links resolve to, which
-// must still lead to f.
+// and the directories above the path its links resolve to, which must still lead
+// to f.
 func (c Cred) mayRead(path string, f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -167,21 +194,7 @@ func (c Cred) mayRead(path string, f *os.File) error {
 	if rfi, err := os.Stat(real); err != nil || !os.SameFile(fi, rfi) {
 		return ErrReplaced
 	}
-	for _, p := range []string{path, real} {
-		for d := filepath.Dir(filepath.Clean(p)); ; d = filepath.Dir(d) {
-			di, err := os.Stat(d)
-			if err != nil {
-				return unwrapPath(err)
-			}
-			if !c.may(di, 1) {
-				return c.denied("directory " + d)
-			}
-			if d == "/" {
-				break
-			}
-		}
-	}
-	return nil
+	return c.maySearch(real)
 }
 
 func (c Cred) denied(what string) error {

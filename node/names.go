@@ -5,22 +5,23 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/pciids"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
 // loadNames starts loading the host's pci.ids (path, or the usual places when
-// empty) in the background, so that it overlaps reading sysfs. The function it
+// empty; its bytes count on m) in the background, so that it overlaps reading sysfs. The function it
 // returns waits for the load and names the devices of t; a missing database is
 // reported and leaves names empty.
-func loadNames(path string) (annotate func(t *pcie.Topology) error) {
+func loadNames(m *hostfs.Meter, path string) (annotate func(t *pcie.Topology) error) {
 	type result struct {
 		db  *pciids.DB
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		db, err := pciids.Load(path)
+		db, err := pciids.Load(m, path)
 		done <- result{db, err}
 	}()
 	return func(t *pcie.Topology) error {

@@ -102,7 +102,7 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 	}
 	var annotate func(*pcie.Topology) error
 	if !opt.NoNames {
-		annotate = loadNames(opt.PCIIDs)
+		annotate = loadNames(root.Meter(), opt.PCIIDs)
 	}
 	recs, err := sysfs.New(root).PCIRecords()
 	if err != nil {

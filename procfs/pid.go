@@ -26,6 +26,11 @@ type ProcessFacts struct {
 	// CapEffKnown is false when it could not be read.
 	CapEff      uint64
 	CapEffKnown bool
+	// FSUID and FSGID are the file-system user and group ids (the fourth fields of
+	// "Uid:" and "Gid:"), the ids the kernel checks file access against; -1 when
+	// unknown. Groups are the supplementary groups ("Groups:").
+	FSUID, FSGID int
+	Groups       []uint32
 	// MemlockSoft and MemlockHard are "Max locked memory" of /proc/PID/limits in
 	// bytes, math.MaxUint64 for unlimited; MemlockKnown is false when unreadable.
 	MemlockSoft, MemlockHard uint64
@@ -44,7 +49,7 @@ const CapIPCLock = 14
 // that exist but could not be read or parsed. A process that does not exist is an
 // error wrapping fs.ErrNotExist.
 func (fsys FS) Process(pid int) (ProcessFacts, error) {
-	p := ProcessFacts{PID: pid, EUID: -1}
+	p := ProcessFacts{PID: pid, EUID: -1, FSUID: -1, FSGID: -1}
 	if pid <= 0 {
 		return p, fmt.Errorf("procfs: bad process id %d", pid)
 	}
@@ -54,7 +59,9 @@ func (fsys FS) Process(pid int) (ProcessFacts, error) {
 		return p, err
 	}
 	var errs []error
-	p.EUID, p.CapEff, p.CapEffKnown = parseProcStatus(status)
+	st := parseProcStatus(status)
+	p.EUID, p.FSUID, p.FSGID, p.Groups = st.euid, st.fsuid, st.fsgid, st.groups
+	p.CapEff, p.CapEffKnown = st.capEff, st.capKnown
 	if b, err := fsys.r.ReadFile(dir+"comm", 4096); err == nil {
 		p.Comm = strings.TrimSpace(string(b))
 	}
@@ -75,11 +82,36 @@ func (fsys FS) Process(pid int) (ProcessFacts, error) {
 	return p, errors.Join(errs...)
 }
 
-// parseProcStatus reads the effective uid and CapEff of /proc/PID/status
-// (proc_pid_status in fs/proc/array.c: "Uid:\treal\teffective\tsaved\tfs",
-// "CapEff:\t%016llx"); the uid is -1 when absent.
-func parseProcStatus(b []byte) (euid int, capEff uint64, capKnown bool) {
-	euid = -1
+// CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (include/uapi/linux/capability.h):
+// either lets a process read any file and search any directory.
+const (
+	capDACOverride   = 1
+	capDACReadSearch = 2
+)
+
+// Cred returns the credentials the kernel checks the process's file access with
+// (hostfs.Cred); ok is false when /proc/PID/status did not give them.
+func (p ProcessFacts) Cred() (c hostfs.Cred, ok bool) {
+	if p.FSUID < 0 || p.FSGID < 0 || !p.CapEffKnown {
+		return hostfs.Cred{}, false
+	}
+	bypass := p.CapEff&(1<<capDACOverride|1<<capDACReadSearch) != 0
+	return hostfs.Cred{UID: uint32(p.FSUID), GID: uint32(p.FSGID), Groups: p.Groups, Bypass: bypass}, true
+}
+
+// procStatus is what parseProcStatus reads; ids are -1 when absent.
+type procStatus struct {
+	euid, fsuid, fsgid int
+	groups             []uint32
+	capEff             uint64
+	capKnown           bool
+}
+
+// parseProcStatus reads the uids, gids, groups and CapEff of /proc/PID/status
+// (proc_pid_status and task_state in fs/proc/array.c: "Uid:\treal\teffective\tsaved\tfs",
+// "Gid:" alike, "Groups:" a list, "CapEff:\t%016llx").
+func parseProcStatus(b []byte) procStatus {
+	st := procStatus{euid: -1, fsuid: -1, fsgid: -1}
 	for line := range strings.Lines(string(b)) {
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
@@ -88,20 +120,37 @@ func parseProcStatus(b []byte) (euid int, capEff uint64, capKnown bool) {
 		f := strings.Fields(val)
 		switch key {
 		case "Uid":
-			if len(f) >= 2 {
-				if v, err := strconv.Atoi(f[1]); err == nil && v >= 0 {
-					euid = v
+			st.euid, st.fsuid = idField(f, 1), idField(f, 3)
+		case "Gid":
+			st.fsgid = idField(f, 3)
+		case "Groups":
+			st.groups = nil
+			for i := range f {
+				if g := idField(f, i); g >= 0 {
+					st.groups = append(st.groups, uint32(g))
 				}
 			}
 		case "CapEff":
 			if len(f) == 1 {
 				if v, err := strconv.ParseUint(f[0], 16, 64); err == nil {
-					capEff, capKnown = v, true
+					st.capEff, st.capKnown = v, true
 				}
 			}
 		}
 	}
-	return euid, capEff, capKnown
+	return st
+}
+
+// idField parses f[i] as a user or group id, -1 when absent or bad.
+func idField(f []string, i int) int {
+	if i >= len(f) {
+		return -1
+	}
+	v, err := strconv.ParseUint(f[i], 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int(v)
 }
 
 // parseMemlockLimit reads the "Max locked memory" row of /proc/PID/limits

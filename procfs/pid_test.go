@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/p2pkit/p2pkit/hostfs"
 )
 
 const limitsFile = "Limit                     Soft Limit           Hard Limit           Units     \n" +
@@ -15,7 +17,7 @@ const limitsFile = "Limit                     Soft Limit           Hard Limit   
 func TestProcess(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, []entry{
-		file("proc/777/status", "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000004000\n"),
+		file("proc/777/status", "Name:\tpython\nUid:\t1000\t1000\t1000\t1001\nGid:\t1000\t1000\t1000\t1002\nGroups:\t4 27 x\nCapEff:\t0000000000004000\n"),
 		file("proc/777/comm", "python\n"),
 		file("proc/777/limits", limitsFile),
 		file("proc/777/environ", "HOME=/home/alice\x00NCCL_P2P_LEVEL=PIX\x00NCCL_P2P_LEVEL=SYS\x00junk\x00\x00"),
@@ -30,11 +32,16 @@ func TestProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ProcessFacts{PID: 777, Comm: "python", EUID: 1000, CapEff: 1 << CapIPCLock, CapEffKnown: true,
+	want := ProcessFacts{PID: 777, Comm: "python", EUID: 1000, FSUID: 1001, FSGID: 1002, Groups: []uint32{4, 27},
+		CapEff: 1 << CapIPCLock, CapEffKnown: true,
 		MemlockSoft: 8 << 20, MemlockHard: math.MaxUint64, MemlockKnown: true,
 		Env: map[string]string{"HOME": "/home/alice", "NCCL_P2P_LEVEL": "PIX", "junk": ""}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Process(777) (-want +got):\n%s", diff)
+	}
+	wantCred := hostfs.Cred{UID: 1001, GID: 1002, Groups: []uint32{4, 27}}
+	if c, ok := got.Cred(); !ok || !cmp.Equal(c, wantCred) {
+		t.Errorf("Cred() = %+v, %v; want %+v", c, ok, wantCred)
 	}
 	// No limits, no environ: the limit is unknown (an error), the environment says why.
 	got, err = fsys.Process(888)

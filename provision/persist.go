@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/p2pkit/p2pkit/internal/atomicfile"
 )
 
 // DropInPath is where `p2pcheck fix --persist` writes the boot loader drop-in,
@@ -59,7 +61,11 @@ func (p Plan) WriteDropIn(root string) error {
 	if err := r.MkdirAll("etc/default/grub.d", 0o755); err != nil {
 		return fmt.Errorf("provision: %w", err)
 	}
-	if err := r.WriteFile(DropInPath, []byte(text), 0o644); err != nil {
+	err = atomicfile.WriteIn(r, DropInPath, atomicfile.Options{Force: true}, func(f *os.File) error {
+		_, err := f.WriteString(text)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("provision: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/p2pkit/p2pkit/internal/atomicfile"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -60,7 +61,11 @@ func WriteState(root string, s State) error {
 	if err := r.MkdirAll("run/p2pcheck", 0o755); err != nil {
 		return fmt.Errorf("provision: %w", err)
 	}
-	if err := r.WriteFile(StatePath, append(b, '\n'), 0o644); err != nil {
+	err = atomicfile.WriteIn(r, StatePath, atomicfile.Options{Force: true}, func(f *os.File) error {
+		_, err := f.Write(append(b, '\n'))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("provision: %w", err)
 	}
 	return nil

@@ -38,9 +38,13 @@ func (s Style) bold(text string) string { return s.paint(ansiBold, text) }
 // Escape makes text read from sysfs, a snapshot, pci.ids or NVML safe to print on a
 // terminal: C0 control bytes (ESC, BEL, CR, ...), DEL, C1 controls and bytes that
 // are not UTF-8 are written as Go escapes (\x1b, \u009b), so a driver or interface
-// name cannot move the cursor, set the window title or clear the screen. Tabs and
-// newlines are escaped too: every value is printed on one line. Text without such
-// bytes is returned as is. Every text renderer passes names through it.
+// name cannot move the cursor, set the window title or clear the screen; so are the
+// runes that print nothing but change what the rest shows: bidirectional controls
+// (U+202A-U+202E, U+2066-U+2069, which can reorder a line as Trojan Source does),
+// zero-width characters (U+200B-U+200F, U+2060, U+FEFF), line and paragraph
+// separators, and every other format, private-use, surrogate or unassigned rune.
+// Tabs and newlines are escaped too: every value is printed on one line. Text
+// without such runes is returned as is. Every text renderer passes names through it.
 func Escape(text string) string {
 	clean := true
 	for _, r := range text {
@@ -71,9 +75,13 @@ func Escape(text string) string {
 	return b.String()
 }
 
-// needsEscape reports the runes Escape rewrites: controls (unicode.IsControl: C0,
-// DEL, C1) and utf8.RuneError, which also stands for an invalid byte.
-func needsEscape(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }
+// needsEscape reports the runes Escape rewrites: those that are not graphic
+// (unicode.IsGraphic: letters, marks, numbers, punctuation, symbols and spaces),
+// which leaves out controls (Cc: C0, DEL, C1), format characters (Cf: the bidi
+// controls and zero-width characters), line and paragraph separators (Zl, Zp),
+// private-use, surrogate and unassigned code points; and utf8.RuneError, which also
+// stands for an invalid byte.
+func needsEscape(r rune) bool { return !unicode.IsGraphic(r) || r == utf8.RuneError }
 
 // EscapeLines is Escape for a text of several lines: each line is escaped and
 // the line breaks are kept.

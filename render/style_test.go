@@ -13,6 +13,16 @@ func TestEscape(t *testing.T) {
 		{"del\x7f", `del\x7f`},
 		{"c1 \u009b31m", `c1 \u009b31m`},
 		{"bad \xff utf8", `bad \xff utf8`},
+		// #21 defect 14: f0912a0 escaped C0 and C1 only, so these reached the
+		// terminal raw and could reorder or hide what follows.
+		{"535.104\u202e50.21", `535.104\u202e50.21`},
+		{"eth\u20660\u2069", `eth\u20660\u2069`},
+		{"mlx5\u200b_core", `mlx5\u200b_core`},
+		{"\ufeffNVIDIA\u2060H200\u200f", `\ufeffNVIDIA\u2060H200\u200f`},
+		{"a\u202ab\u202bc\u202cd\u202de\u2067f\u2068g\u200ch\u200di\u200ej", `a\u202ab\u202bc\u202cd\u202de\u2067f\u2068g\u200ch\u200di\u200ej`},
+		{"line\u2028sep\u2029", `line\u2028sep\u2029`},
+		{"private \ue000", `private \ue000`},
+		{"no\u00a0break ok", "no\u00a0break ok"},
 		{"", ""},
 	}
 	for _, tt := range tests {

@@ -148,7 +148,11 @@ func (c *capture) file(name string, limit int) {
 		}
 		return
 	}
-	if !fi.Mode.IsRegular() || fi.Mode.Perm()&0o444 == 0 {
+	if !fi.Mode.IsRegular() {
+		c.notRegular(name, fi.Mode)
+		return
+	}
+	if fi.Mode.Perm()&0o444 == 0 {
 		return
 	}
 	b, err := c.src.ReadFile(name, limit)
@@ -157,6 +161,13 @@ func (c *capture) file(name string, limit int) {
 		return
 	}
 	c.add(name, &member{typ: tar.TypeReg, perm: fi.Mode.Perm(), data: b})
+}
+
+// notRegular records name, of mode m, as left out: sysfs and /proc hold only
+// regular files, directories and links, so a device node, FIFO or socket where a
+// file is expected is a hostile or broken tree's, never opened, and counted.
+func (c *capture) notRegular(name string, m fs.FileMode) {
+	c.skip(hostfs.PathError("read", name, fmt.Errorf("%w (%s)", hostfs.ErrNotFile, hostfs.FileKind(m))))
 }
 
 // link copies the link name with its target as stored.
@@ -250,6 +261,8 @@ func (c *capture) deviceDir(dir string) {
 			case "net", "infiniband", "nvme":
 				c.childNames(name)
 			}
+		default:
+			c.notRegular(name, e.Type)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +16,11 @@ type apiPerfOptions struct {
 	size   int
 	iters  int
 	warmup int
+
+	copies bool
+	peer   string
+	serve  bool
+	rounds int
 }
 
 func newAPIPerfCommand(o *globalOptions) *cobra.Command {
@@ -24,20 +30,71 @@ func newAPIPerfCommand(o *globalOptions) *cobra.Command {
 		Short: "cost of pin, map, get_info, unmap and unpin per size (gdrcopy_apiperf)",
 		Long: `apiperf times each gdrdrv operation on buffers from 64 KiB to -s, doubling,
 like gdrcopy_apiperf: -w untimed warm-up rounds, then -n timed rounds of pin,
-map, get info, unmap and unpin. It prints the mean of each in microseconds.`,
+map, get info, unmap and unpin. It prints the mean of each in microseconds.
+
+--copies times the copies instead, and needs neither gdrdrv nor a GPU: for
+every size from 1 byte to -s, doubling, CopyToDevice and CopyFromDevice on
+write-back host memory that gdrcopy maps write-combining (a memfd through its
+DMA-BUF backend), the bare kernels on the same buffers, and with --peer the
+copies of another implementation, in --rounds interleaved rounds: in each,
+every test runs a batch of about 200 µs on each side, the sides taking turns at
+going first. It prints the median and the minimum over the rounds of each
+side's time per copy and, with a peer, the median, minimum and maximum of the
+rounds' ratios to it. Pinning gdrbench to one CPU (taskset -c N) runs the peer,
+which inherits the pinning, on the same one.
+
+The peer is a program that speaks this protocol on its standard input and
+output, one line each:
+
+  peer:     gdrbench-peer 1 <what it measures>
+  gdrbench: to <size> <iters>      or: from <size> <iters>
+  peer:     <nanoseconds>          or: error <reason>
+  gdrbench: quit
+
+For each request the peer takes a device-side buffer of size bytes in a shared
+mapping of a memfd, as gdrbench's own is, and a 64-byte aligned host-side one;
+writes every byte of both with ordinary stores, front to back (no memset, which
+may stream); copies once untimed; then times iters copies back to back and
+answers their total time. A program that calls
+libgdrapi's gdr_copy_to_mapping and gdr_copy_from_mapping compares gdrcopy
+with libgdrapi; no such program comes with gdrbench. --serve makes gdrbench a
+peer with its own CopyToDevice and CopyFromDevice: --peer "gdrbench apiperf
+--copies --serve" times the same copies on both sides, which shows how far
+apart the method puts two equal implementations on this machine.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if ao.size < gpuPageSize || ao.iters < 1 || ao.warmup < 0 {
-				return usageError("-s must be at least 65536, -n positive and -w not negative")
-			}
-			return ao.run(o)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return ao.check(o, cmd.InOrStdin())
 		},
 	}
 	f := cmd.Flags()
 	f.IntVarP(&ao.size, "size", "s", 16<<20, "largest buffer size in bytes")
 	f.IntVarP(&ao.iters, "iters", "n", 100, "timed rounds per size")
 	f.IntVarP(&ao.warmup, "warmup", "w", 10, "untimed warm-up rounds per size")
+	f.BoolVar(&ao.copies, "copies", false, "time the copies on host memory instead of the gdrdrv operations")
+	f.StringVar(&ao.peer, "peer", "", "with --copies, also time the copies of this peer command (a program and its arguments, split at spaces)")
+	f.BoolVar(&ao.serve, "serve", false, "with --copies, be a peer: answer the peer protocol on standard input and output with this gdrbench's copies")
+	f.IntVar(&ao.rounds, "rounds", 21, "with --copies, the number of interleaved rounds")
 	return cmd
+}
+
+// check validates the flags and runs the chosen measurement; in is the
+// standard input --serve reads.
+func (ao *apiPerfOptions) check(o *globalOptions, in io.Reader) error {
+	switch {
+	case ao.copies && (ao.size < 1 || ao.rounds < 1):
+		return usageError("with --copies, -s and --rounds must be positive")
+	case ao.copies && ao.serve && ao.peer != "":
+		return usageError("--serve and --peer exclude each other")
+	case ao.copies && ao.serve:
+		return ao.serveCopies(o, in)
+	case ao.copies:
+		return ao.runCopies(o)
+	case ao.peer != "" || ao.serve:
+		return usageError("--peer and --serve need --copies")
+	case ao.size < gpuPageSize || ao.iters < 1 || ao.warmup < 0:
+		return usageError("-s must be at least 65536, -n positive and -w not negative")
+	}
+	return ao.run(o)
 }
 
 // apiRow is one buffer size of apiperf: the mean time of each operation.

@@ -35,6 +35,11 @@ func TestUsageErrors(t *testing.T) {
 		{"copylat", "-s", "0"},
 		{"copylat", "extra-arg"},
 		{"apiperf", "-s", "4096"},
+		{"apiperf", "--peer", "/bin/true"},
+		{"apiperf", "--copies", "--rounds", "0"},
+		{"apiperf", "--copies", "-s", "0"},
+		{"apiperf", "--serve"},
+		{"apiperf", "--copies", "--serve", "--peer", "x"},
 		{"sanity", "-t", "no_such_test"},
 		{"sanity", "--bogus"},
 	}

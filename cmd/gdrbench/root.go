@@ -123,7 +123,9 @@ type report struct {
 	VA      string       `json:"va,omitempty"`
 	GDRDrv  *readiness   `json:"gdrdrv,omitempty"`
 	Mapping *mappingInfo `json:"mapping,omitempty"`
-	Results any          `json:"results"`
+	// Copies describes an apiperf --copies run, whose Results are copyRows.
+	Copies  *copiesInfo `json:"copies,omitempty"`
+	Results any         `json:"results"`
 	// Notes holds the warnings the text output prints, such as a missing
 	// baseline.
 	Notes []string `json:"notes,omitempty"`

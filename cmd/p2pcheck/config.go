@@ -3,20 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/hostfs"
 )
 
 // defaultConfig is the configuration file read when --config is not given and
 // the file exists.
 var defaultConfig = "/etc/p2pcheck/p2pcheck.conf"
-
-// maxConfig bounds the configuration file: a few lines are all it needs.
-const maxConfig = 64 << 10
 
 // errConfig is wrapped by every error about a configuration file's content.
 var errConfig = errors.New("config")
@@ -88,23 +85,19 @@ func clipLine(s string) string {
 	return s
 }
 
-// readConfig reads the configuration file path; with explicit false, a missing
-// file is no error (the default path is read only when present).
-func readConfig(path string, explicit bool) (config, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if !explicit && errors.Is(err, os.ErrNotExist) {
-			return config{}, nil
-		}
+// readConfig reads the configuration file path, a file the user names, counting
+// on m; with explicit false, a missing file is no error (the default path is read
+// only when present). A file too large or not a regular file (a FIFO, a device)
+// is an error wrapping errConfig.
+func readConfig(m *hostfs.Meter, path string, explicit bool) (config, error) {
+	b, err := hostfs.ReadNamed(m, path, kindConfig)
+	switch {
+	case !explicit && errors.Is(err, os.ErrNotExist):
+		return config{}, nil
+	case errors.Is(err, hostfs.ErrTooLarge), errors.Is(err, hostfs.ErrNotFile):
+		return config{}, fmt.Errorf("%w: %w", errConfig, err)
+	case err != nil:
 		return config{}, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
-	if err != nil {
-		return config{}, err
-	}
-	if len(b) > maxConfig {
-		return config{}, fmt.Errorf("%w: %s is larger than %d bytes", errConfig, path, maxConfig)
 	}
 	c, err := parseConfig(b)
 	if err != nil {

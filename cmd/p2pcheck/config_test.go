@@ -73,17 +73,17 @@ func FuzzParseConfig(f *testing.F) {
 
 func TestReadConfig(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := readConfig(filepath.Join(dir, "absent.conf"), false); err != nil {
+	if _, err := readConfig(nil, filepath.Join(dir, "absent.conf"), false); err != nil {
 		t.Errorf("missing default config: %v, want no error", err)
 	}
-	if _, err := readConfig(filepath.Join(dir, "absent.conf"), true); !errors.Is(err, os.ErrNotExist) {
+	if _, err := readConfig(nil, filepath.Join(dir, "absent.conf"), true); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing --config: %v, want ErrNotExist", err)
 	}
 	big := filepath.Join(dir, "big.conf")
-	if err := os.WriteFile(big, []byte(strings.Repeat("#\n", maxConfig)), 0o644); err != nil {
+	if err := os.WriteFile(big, []byte(strings.Repeat("#\n", int(kindConfig.Limit))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readConfig(big, true); !errors.Is(err, errConfig) {
+	if _, err := readConfig(nil, big, true); !errors.Is(err, errConfig) {
 		t.Errorf("oversized config: %v, want errConfig", err)
 	}
 }

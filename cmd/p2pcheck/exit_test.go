@@ -36,7 +36,7 @@ func TestExitCodesIO(t *testing.T) {
 		{"snapshot into a missing directory", []string{"--root", root, "snapshot", "-o", missing}, &bytes.Buffer{}, exitNoEval, "writing " + missing},
 		{"unknown flag", []string{"--bogus"}, &bytes.Buffer{}, exitUsage, "unknown flag: --bogus (run 'p2pcheck --help')"},
 		{"unknown command", []string{"bogus"}, &bytes.Buffer{}, exitUsage, `unexpected argument "bogus"`},
-		{"bad interval", []string{"--root", root, "--interval", "-1s"}, &bytes.Buffer{}, exitUsage, "--interval must be positive"},
+		{"bad interval", []string{"--root", root, "--interval", "-1s"}, &bytes.Buffer{}, exitUsage, "--interval must be at least 10s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/nccl"
 	"github.com/p2pkit/p2pkit/render"
 )
@@ -110,7 +113,7 @@ func (no *ncclOptions) run() error {
 			merged[k] = v
 		}
 		for _, p := range nccl.ConfPaths(merged, home) {
-			if b, err := readBounded(filepath.Join(o.root, p), 1<<20); err == nil {
+			if b, err := o.readNCCLConf(p); err == nil {
 				files = append(files, nccl.ConfFile{Path: p, Data: b})
 			}
 		}
@@ -118,7 +121,7 @@ func (no *ncclOptions) run() error {
 	set := nccl.ResolveSettings(assume, env, files)
 	var others []string
 	if verSrc == "" && live {
-		ver, verSrc, others = findLibVersion(o.root, no.lib)
+		ver, verSrc, others = o.findLibVersion(no.lib)
 	}
 	if verSrc == "" {
 		ver, verSrc = nccl.DefaultVersion, "default (no libnccl.so found; --nccl-version to choose)"
@@ -131,18 +134,7 @@ func (no *ncclOptions) run() error {
 	in.Notes = append(in.Notes, others...)
 	if no.topoXML != "" {
 		o.printWarnings(n)
-		if no.topoXML == "-" {
-			return nccl.WriteXML(o.stdout, topo)
-		}
-		fh, err := os.Create(no.topoXML)
-		if err != nil {
-			return noEvalError(err)
-		}
-		if err := nccl.WriteXML(fh, topo); err != nil {
-			fh.Close()
-			return noEvalError(err)
-		}
-		return fh.Close()
+		return no.writeTopoXML(topo)
 	}
 	r, err := nccl.Predict(in)
 	if err != nil {
@@ -158,15 +150,30 @@ func (no *ncclOptions) run() error {
 	return err
 }
 
-// readBounded reads at most limit bytes of a file.
+// writeTopoXML writes NCCL's topology XML to --topo-xml: standard output for
+// "-", else the file, through the one writer of outputs (atomic, never through a
+// link, never a truncated or empty target).
+func (no *ncclOptions) writeTopoXML(topo *nccl.Node) error {
+	if no.topoXML == "-" {
+		return nccl.WriteXML(no.global.stdout, topo)
+	}
+	if err := writeFileAtomic(no.topoXML, true, func(f *os.File) error { return nccl.WriteXML(f, topo) }); err != nil {
+		return noEvalError(err)
+	}
+	return nil
+}
+
+// readBounded reads at most limit bytes of the regular file path (a sysfs
+// attribute) with one read, as sysfs serves an attribute; anything but a regular
+// file is refused without blocking (hostfs.OpenNamed).
 func readBounded(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
+	f, err := hostfs.OpenNamed(nil, path, hostfs.Kind{Name: "sysfs attribute", Limit: limit})
 	if err != nil {
 		return nil, err
 	}
-	defer fh.Close()
+	defer f.Close()
 	buf := make([]byte, limit)
-	k, err := fh.Read(buf)
+	k, err := f.Read(buf)
 	if k == 0 && err != nil {
 		return nil, err
 	}
@@ -185,53 +192,87 @@ var libDirs = []string{
 }
 
 // findLibVersion reads NCCL's version banner from libnccl.so: the file --nccl-lib
-// names, else the first found in $VIRTUAL_ENV, LD_LIBRARY_PATH and libDirs. others
-// names the other versions found, which a job may load instead.
-func findLibVersion(root, lib string) (v nccl.Version, src string, others []string) {
-	var cands []string
+// names, else the first found in $VIRTUAL_ENV, LD_LIBRARY_PATH (live only) and
+// libDirs below the root. others names the other versions found, which a job may
+// load instead, and the candidates that could not be read. Every candidate is
+// read through hostfs (confined to the root, regular files only, at most
+// kindLibNCCL's limit, on the run's budget); names of one file are read once.
+func (o *globalOptions) findLibVersion(lib string) (v nccl.Version, src string, others []string) {
 	if lib != "" {
-		cands = []string{lib}
-	} else {
-		var dirs []string
-		if v := os.Getenv("VIRTUAL_ENV"); v != "" && root == "/" {
-			m, _ := filepath.Glob(filepath.Join(v, "lib/python3*/site-packages/nvidia/nccl/lib"))
-			dirs = append(dirs, m...)
-		}
-		for _, d := range filepath.SplitList(os.Getenv("LD_LIBRARY_PATH")) {
-			if d != "" && root == "/" {
-				dirs = append(dirs, d)
-			}
-		}
-		for _, d := range libDirs {
-			dirs = append(dirs, filepath.Join(root, d))
-		}
-		seen := map[string]bool{}
-		for _, d := range dirs {
-			m, _ := filepath.Glob(filepath.Join(d, "libnccl.so*"))
-			for _, f := range m {
-				if real, err := filepath.EvalSymlinks(f); err == nil && !seen[real] {
-					seen[real] = true
-					cands = append(cands, f)
-				}
-			}
-		}
-	}
-	for _, c := range cands {
-		fh, err := os.Open(c)
+		f, err := hostfs.OpenNamed(o.reads, lib, kindLibNCCL)
 		if err != nil {
-			continue
+			return v, "", []string{fmt.Sprintf("--nccl-lib: %v", err)}
 		}
-		found, ok, _ := nccl.FindVersion(fh)
-		fh.Close()
+		defer f.Close()
+		found, ok, err := nccl.FindVersion(f)
 		switch {
+		case err != nil:
+			return v, "", []string{fmt.Sprintf("--nccl-lib: %v", err)}
+		case !ok:
+			return v, "", []string{fmt.Sprintf("--nccl-lib: no NCCL version banner in %s", lib)}
+		}
+		return found, lib, nil
+	}
+	r, err := o.openRun()
+	if err != nil {
+		return v, "", []string{fmt.Sprintf("libnccl.so not looked for: %v", err)}
+	}
+	defer r.Close()
+	r = r.WithMeter(o.reads.Sub(maxLibSearch))
+	for _, c := range o.libCandidates(r) {
+		found, ok, err := libVersion(r, c)
+		switch {
+		case errors.Is(err, hostfs.ErrBudget):
+			return v, src, append(others, fmt.Sprintf("the search for libnccl.so stopped: %v", err))
+		case err != nil:
+			others = append(others, fmt.Sprintf("left out %s: %v", "/"+c, err))
 		case !ok:
 		case src == "":
-			v, src = found, c
+			v, src = found, "/"+c
 		case found != v:
-			others = append(others, fmt.Sprintf("another NCCL, %s, is installed at %s: a job that loads it follows its defaults (--nccl-lib or --nccl-version to choose)", found, c))
+			others = append(others, fmt.Sprintf("another NCCL, %s, is installed at /%s: a job that loads it follows its defaults (--nccl-lib or --nccl-version to choose)", found, c))
 		}
 	}
 	return v, src, others
+}
+
+// libCandidates lists the libnccl.so* files below r in search order, each file
+// once however many names (links) it has.
+func (o *globalOptions) libCandidates(r hostfs.Root) []string {
+	var dirs []string
+	if o.root == "/" {
+		if v := os.Getenv("VIRTUAL_ENV"); filepath.IsAbs(v) {
+			dirs = append(dirs, strings.TrimPrefix(filepath.Join(v, "lib/python3*/site-packages/nvidia/nccl/lib"), "/"))
+		}
+		for _, d := range filepath.SplitList(os.Getenv("LD_LIBRARY_PATH")) {
+			if filepath.IsAbs(d) {
+				dirs = append(dirs, strings.TrimPrefix(filepath.Clean(d), "/"))
+			}
+		}
+	}
+	dirs = append(dirs, libDirs...)
+	var cands []string
+	seen := map[hostfs.FileID]bool{}
+	for _, d := range dirs {
+		m, _ := r.Glob(path.Join(d, "libnccl.so*"), maxDropIns)
+		for _, f := range m {
+			if id, err := r.FileID(f); err == nil && !seen[id] {
+				seen[id] = true
+				cands = append(cands, f)
+			}
+		}
+	}
+	return cands
+}
+
+// libVersion scans the library name below r for NCCL's version banner.
+func libVersion(r hostfs.Root, name string) (nccl.Version, bool, error) {
+	f, err := r.OpenKind(name, kindLibNCCL)
+	if err != nil {
+		return nccl.Version{}, false, err
+	}
+	defer f.Close()
+	return nccl.FindVersion(f)
 }
 
 // rdmaRates reads the rate of each RDMA device's first port under root.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/p2pkit/p2pkit/internal/atomicfile"
 	"github.com/p2pkit/p2pkit/internal/cli"
 )
 
@@ -50,7 +51,7 @@ func TestWriteFileAtomicNotRegular(t *testing.T) {
 			}
 			called := false
 			err := writeFileAtomic(target, true, func(*os.File) error { called = true; return nil })
-			if !errors.Is(err, errNotRegular) || called {
+			if !errors.Is(err, atomicfile.ErrNotRegular) || called {
 				t.Errorf("err %v, write called %v; want errNotRegular before writing", err, called)
 			}
 			if fi, err := os.Lstat(target); err != nil || fi.Mode().Type() != tt.kind {
@@ -103,10 +104,10 @@ func TestWriteFileAtomicStaleTemps(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "p2pcheck.prom")
 	files := map[string]time.Duration{
-		".p2pcheck.prom" + tempMarker + "123": time.Hour,
-		".p2pcheck.prom" + tempMarker + "456": 0,
-		".other" + tempMarker + "789":         time.Hour,
-		"p2pcheck.prom.bak":                   time.Hour,
+		".p2pcheck.prom" + atomicfile.TempMarker + "123": time.Hour,
+		".p2pcheck.prom" + atomicfile.TempMarker + "456": 0,
+		".other" + atomicfile.TempMarker + "789":         time.Hour,
+		"p2pcheck.prom.bak":                              time.Hour,
 	}
 	for name, age := range files {
 		p := filepath.Join(dir, name)
@@ -121,7 +122,7 @@ func TestWriteFileAtomicStaleTemps(t *testing.T) {
 	if err := writeFileAtomic(target, true, func(*os.File) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".other" + tempMarker + "789", ".p2pcheck.prom" + tempMarker + "456", "p2pcheck.prom", "p2pcheck.prom.bak"}
+	want := []string{".other" + atomicfile.TempMarker + "789", ".p2pcheck.prom" + atomicfile.TempMarker + "456", "p2pcheck.prom", "p2pcheck.prom.bak"}
 	if diff := cmp.Diff(want, dirNames(t, dir)); diff != "" {
 		t.Errorf("directory (-want +got):\n%s", diff)
 	}
@@ -143,7 +144,7 @@ func TestFleetFilesCharDevice(t *testing.T) {
 	for _, flag := range []string{"--prometheus", "--nfd"} {
 		t.Run(flag, func(t *testing.T) {
 			code, _, stderr := p2pcheck("--root", root, "--quick", flag, null)
-			if code != exitNoEval || !strings.Contains(stderr, flag+": writing "+null+": exists and is not a regular file (a character device)") {
+			if code != exitNoEval || !strings.Contains(stderr, flag+": atomicfile: writing "+null+": exists and is not a regular file (a character device)") {
 				t.Errorf("exit %d, stderr %q; want 3 and a clear error", code, stderr)
 			}
 			fi, err := os.Lstat(null)

@@ -6,11 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/procfs"
 )
@@ -41,13 +41,19 @@ func (ro *reportOptions) processInputs(in *check.Inputs, n *node.Node) {
 	if in.Source == check.Snapshot {
 		return
 	}
-	in.MemlockConfig = memlockConfig(o.root, n)
+	if r, err := o.openRun(); err == nil {
+		in.MemlockConfig = memlockConfig(r, n)
+		r.Close()
+	} else {
+		n.Warnings = append(n.Warnings, err)
+	}
 	if in.Source != check.Live {
 		return
 	}
 	var env map[string]string
+	var cred *hostfs.Cred // the job's, for the files its environment names
 	if ro.pid != 0 {
-		env = ro.jobProcess(in, n)
+		env, cred = ro.jobProcess(in, n)
 	} else {
 		env = selfProcess(in, n)
 	}
@@ -69,20 +75,39 @@ func (ro *reportOptions) processInputs(in *check.Inputs, n *node.Node) {
 	if file == "" || !path.IsAbs(file) {
 		return
 	}
-	if b, err := readUnder(o.root, strings.TrimPrefix(path.Clean(file), "/")); err == nil {
+	if b, err := ro.readJobFile(file, cred); err == nil {
 		in.NCCLUserConf = check.ParseNCCLConf(file, b)
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	} else if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, hostfs.ErrNotPermitted) {
 		n.Warnings = append(n.Warnings, fmt.Errorf("reading %s: %w", file, err))
 	}
 }
 
+// readJobFile reads the NCCL configuration file the judged process's environment
+// names: p2pcheck's own, a file its user named; a --pid job's (cred set), only if
+// the job itself could read it, since p2pcheck usually runs as root and must not
+// show a job's user what only root may read.
+func (ro *reportOptions) readJobFile(file string, cred *hostfs.Cred) ([]byte, error) {
+	o := ro.global
+	if ro.pid == 0 {
+		return hostfs.ReadNamed(o.reads, file, kindNCCLConf)
+	}
+	if cred == nil {
+		return nil, fmt.Errorf("not read: the credentials of process %d are unknown, so what it may read is too: %w", ro.pid, hostfs.ErrNotPermitted)
+	}
+	b, err := hostfs.ReadAs(o.reads, path.Clean(file), kindNCCLConf, *cred)
+	if errors.Is(err, hostfs.ErrNotPermitted) {
+		return nil, fmt.Errorf("not read: process %d could not read it itself, and p2pcheck shows a job only what it may read: %w", ro.pid, err)
+	}
+	return b, err
+}
+
 // jobProcess reads the --pid process and returns its environment, nil when
-// unreadable.
-func (ro *reportOptions) jobProcess(in *check.Inputs, n *node.Node) map[string]string {
+// unreadable, and its credentials, nil when unknown.
+func (ro *reportOptions) jobProcess(in *check.Inputs, n *node.Node) (map[string]string, *hostfs.Cred) {
 	fsys, err := procfs.NewFS(ro.global.root)
 	if err != nil {
 		n.Warnings = append(n.Warnings, fmt.Errorf("--pid: %w", err))
-		return nil
+		return nil, nil
 	}
 	defer fsys.Close()
 	pf, err := fsys.Process(ro.pid)
@@ -104,7 +129,11 @@ func (ro *reportOptions) jobProcess(in *check.Inputs, n *node.Node) map[string]s
 		}
 	}
 	in.Process = pr
-	return pf.Env
+	cred, ok := pf.Cred()
+	if !ok {
+		return pf.Env, nil
+	}
+	return pf.Env, &cred
 }
 
 // selfProcess describes p2pcheck's own process and returns its environment.
@@ -138,44 +167,37 @@ func unlimited(v uint64) uint64 {
 	return v
 }
 
-// memlockConfig reads the configured locked-memory limits below root: pam_limits'
+// memlockConfig reads the configured locked-memory limits below r: pam_limits'
 // /etc/security/limits.conf then limits.d/*.conf in name order (limits.conf(5)),
 // systemd's /etc/systemd/system.conf then system.conf.d/*.conf
 // (systemd-system.conf(5)); a later file that sets the limit replaces an earlier
 // one. Nil when none of the files could be read.
-func memlockConfig(root string, n *node.Node) *check.MemlockConfig {
+func memlockConfig(r hostfs.Root, n *node.Node) *check.MemlockConfig {
 	c := &check.MemlockConfig{}
-	read := func(dir, first string, parse func(string, []byte) *check.ConfiguredLimit) *check.ConfiguredLimit {
+	read := func(first, dropIns string, k hostfs.Kind, parse func(string, []byte) *check.ConfiguredLimit) *check.ConfiguredLimit {
 		var out *check.ConfiguredLimit
-		files := []string{path.Join(dir, first)}
-		if r, err := os.OpenRoot(root); err == nil {
-			more, _ := fs.Glob(r.FS(), strings.TrimPrefix(path.Join(dir, first+".d", "*.conf"), "/"))
-			if first == "limits.conf" {
-				more, _ = fs.Glob(r.FS(), strings.TrimPrefix(path.Join(dir, "limits.d", "*.conf"), "/"))
-			}
-			r.Close()
-			slices.Sort(more)
-			for _, m := range more {
-				files = append(files, "/"+m)
-			}
+		files := []string{first}
+		more, err := r.Glob(dropIns, maxDropIns)
+		if err != nil {
+			n.Warnings = append(n.Warnings, err)
 		}
-		for _, f := range files {
-			b, err := readUnder(root, strings.TrimPrefix(f, "/"))
+		for _, f := range append(files, more...) {
+			b, err := r.ReadKind(f, k)
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) {
-					n.Warnings = append(n.Warnings, fmt.Errorf("reading %s: %w", f, err))
+					n.Warnings = append(n.Warnings, err)
 				}
 				continue
 			}
-			c.Read = append(c.Read, f)
-			if l := parse(f, b); l != nil {
+			c.Read = append(c.Read, "/"+f)
+			if l := parse("/"+f, b); l != nil {
 				out = l
 			}
 		}
 		return out
 	}
-	c.Session = read("/etc/security", "limits.conf", check.ParseLimitsConf)
-	c.Services = read("/etc/systemd", "system.conf", check.ParseSystemdMemlock)
+	c.Session = read("etc/security/limits.conf", "etc/security/limits.d/*.conf", kindLimits, check.ParseLimitsConf)
+	c.Services = read("etc/systemd/system.conf", "etc/systemd/system.conf.d/*.conf", kindSystemd, check.ParseSystemdMemlock)
 	if len(c.Read) == 0 {
 		return nil
 	}

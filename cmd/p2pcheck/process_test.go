@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/node"
 )
 
@@ -50,7 +51,7 @@ func TestMemlockConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := memlockConfig(root, &node.Node{})
+	got := memlockConfig(openRoot(t, root), &node.Node{})
 	want := &check.MemlockConfig{
 		Session:  &check.ConfiguredLimit{Rlimit: check.Rlimit{Soft: check.Unlimited, Hard: check.Unlimited}, Source: "/etc/security/limits.d/90-rdma.conf:1"},
 		Services: &check.ConfiguredLimit{Rlimit: check.Rlimit{Soft: 8 << 20, Hard: 8 << 20}, Source: "/etc/systemd/system.conf:2"},
@@ -59,7 +60,7 @@ func TestMemlockConfig(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("memlockConfig (-want +got):\n%s", diff)
 	}
-	if got := memlockConfig(t.TempDir(), &node.Node{}); got != nil {
+	if got := memlockConfig(openRoot(t, t.TempDir()), &node.Node{}); got != nil {
 		t.Errorf("memlockConfig of an empty root = %+v, want nil", got)
 	}
 }
@@ -79,4 +80,15 @@ func TestJobProcess(t *testing.T) {
 	if in.NCCLEnv == nil {
 		t.Errorf("NCCLEnv nil: environ unread (%s)", in.Process.EnvErr)
 	}
+}
+
+// openRoot opens dir as a hostfs root closed with the test.
+func openRoot(t *testing.T, dir string) hostfs.Root {
+	t.Helper()
+	r, err := hostfs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }

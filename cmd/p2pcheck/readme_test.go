@@ -99,6 +99,9 @@ func writeMachines(t *testing.T, exs []readmecheck.Example, names map[string]str
 				if !ok && a == "--root" && i+1 < len(c.Args) {
 					val, ok = c.Args[i+1], true
 				}
+				if !ok && strings.HasPrefix(a, "/tmp/") && names[a] != "" {
+					val, ok = a, true // a root named as an argument: diff GOLDEN
+				}
 				if !ok || !strings.HasPrefix(val, "/tmp/") || dirs[val] != "" {
 					continue
 				}
@@ -175,6 +178,12 @@ func runOffline(t *testing.T, line int, c readmecheck.Command, machines map[stri
 	offline := false
 	var shown []string // replaced path, path the README shows: for strings.NewReplacer
 	for i := range args {
+		if dir := machines[args[i]]; dir != "" && (i == 0 || !strings.HasPrefix(args[i-1], "--")) {
+			// a synthetic machine named as an argument (diff GOLDEN [NODE])
+			shown = append(shown, dir, args[i])
+			args[i], offline = dir, true
+			continue
+		}
 		flag, val, inline := strings.Cut(args[i], "=")
 		if !inline {
 			if i+1 == len(args) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/check/probe"
 	"github.com/p2pkit/p2pkit/gpu"
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/cli"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -32,6 +34,10 @@ var (
 	hostname = os.Hostname
 	now      = time.Now
 )
+
+// minInterval is the shortest --interval: node_exporter scrapes every 15 s or
+// more, and a run costs a read of the whole machine.
+const minInterval = 10 * time.Second
 
 // reportOptions are the flags of the report (the root command and "report").
 type reportOptions struct {
@@ -56,6 +62,7 @@ type reportOptions struct {
 	interval     time.Duration
 	// virtHost and bareMetal say what the host is for (acs_path, virt_host).
 	virtHost, bareMetal bool
+	golden              string // --golden: the snapshot --prometheus compares the fabric with (diff.go)
 }
 
 func (ro *reportOptions) addFlags(cmd *cobra.Command) {
@@ -75,6 +82,7 @@ func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 	f.DurationVar(&ro.interval, "interval", 0, "run the report every `DURATION` (e.g. 5m), rewriting --prometheus and --nfd, until SIGTERM or SIGINT")
 	f.BoolVar(&ro.virtHost, "virt-host", false, "judge a host that passes devices to VMs: virt_host instead of acs_path's bare-metal rule (default: found from the ConnectX NICs' ATS)")
 	f.BoolVar(&ro.bareMetal, "bare-metal", false, "judge bare metal even where the NICs' ATS says virtualization host")
+	f.StringVar(&ro.golden, "golden", "", "with --prometheus, also count the fabric's differences from this golden snapshot `FILE` (see p2pcheck diff)")
 }
 
 // capabilityNames lists the capabilities --require takes.
@@ -97,7 +105,7 @@ func (ro *reportOptions) resolve(changed func(flag string) bool) error {
 	if explicit {
 		path = ro.config
 	}
-	c, err := readConfig(path, explicit)
+	c, err := readConfig(ro.global.reads, path, explicit)
 	switch {
 	case errors.Is(err, errConfig), explicit && errors.Is(err, fs.ErrNotExist):
 		return usageError("--config: %v", err)
@@ -175,8 +183,11 @@ func (ro *reportOptions) validate() error {
 	if ro.quick && ro.probe {
 		return usageError("--quick and --probe exclude each other")
 	}
-	if ro.interval < 0 {
-		return usageError("--interval must be positive")
+	if ro.interval != 0 && ro.interval < minInterval {
+		return usageError("--interval must be at least %v (a run reads the whole machine and rewrites the fleet files), not %v", minInterval, ro.interval)
+	}
+	if ro.golden != "" && ro.prometheus == "" {
+		return usageError("--golden counts drift in the --prometheus textfile: give --prometheus too (p2pcheck diff prints it)")
 	}
 	return ro.validatePID()
 }
@@ -236,7 +247,7 @@ func (ro *reportOptions) report(ids []string) error {
 	if err != nil {
 		return err
 	}
-	if err := ro.writeFleetFiles(rep, now().Sub(start)); err != nil {
+	if err := ro.writeFleetFiles(rep, now().Sub(start), n); err != nil {
 		return err
 	}
 	if rep.ExitCode != 0 {
@@ -276,7 +287,7 @@ func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) c
 	}
 	n.NameGPUs() // from NVML live, or from what a snapshot recorded
 	if in.Source != check.Snapshot {
-		if b, err := readUnder(o.root, "etc/nccl.conf"); err == nil {
+		if b, err := o.readUnder("etc/nccl.conf", kindNCCLConf); err == nil {
 			in.NCCLConf = check.ParseNCCLConf("/etc/nccl.conf", b)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			n.Warnings = append(n.Warnings, fmt.Errorf("reading /etc/nccl.conf: %w", err))
@@ -301,14 +312,15 @@ func (ro *reportOptions) previousAER(n *node.Node) map[pcie.Address]pcie.AERCoun
 	if ro.prometheus == "" {
 		return nil
 	}
-	f, err := os.Open(ro.prometheus)
+	// Read as every named file is, before the writer refuses a target that is
+	// not a regular file: a FIFO is refused here too, without blocking.
+	b, err := hostfs.ReadNamed(ro.global.reads, ro.prometheus, kindTextfile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err == nil {
-		defer f.Close()
 		var prev map[pcie.Address]pcie.AERCounts
-		if prev, err = render.PreviousAER(f); err == nil {
+		if prev, err = render.PreviousAER(bytes.NewReader(b)); err == nil {
 			return prev
 		}
 	}
@@ -350,21 +362,17 @@ func (ro *reportOptions) runProbe(n *node.Node, src check.Source) *check.ProbeRe
 	return probe.Run(gpus, probe.DefaultSize, probe.DefaultTimeout)
 }
 
-// readUnder reads name below root without leaving it.
-func readUnder(root, name string) ([]byte, error) {
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.ReadFile(name)
-}
-
 // writeFleetFiles writes the Prometheus textfile and the NFD features file when
 // asked for, each atomically (writeFileAtomic).
-func (ro *reportOptions) writeFleetFiles(rep check.Report, took time.Duration) error {
+func (ro *reportOptions) writeFleetFiles(rep check.Report, took time.Duration, n *node.Node) error {
 	return ro.writeFleet(
-		func() (*prometheus.Registry, error) { return render.PrometheusRegistry(rep, took) },
+		func() (*prometheus.Registry, error) {
+			reg, err := render.PrometheusRegistry(rep, took)
+			if err == nil {
+				ro.fabricMetrics(reg, n)
+			}
+			return reg, err
+		},
 		func(w io.Writer) error { return render.NFDFeatures(w, rep, rep.Timestamp.Add(ro.nfdTTL)) })
 }
 
@@ -428,6 +436,8 @@ func (ro *reportOptions) every(ctx context.Context, ids []string) error {
 	t := time.NewTicker(ro.interval)
 	defer t.Stop()
 	for {
+		// Each run has its own read budget.
+		ro.global.reads = hostfs.NewMeter(hostfs.DefaultBudget.RunBytes)
 		err := ro.report(ids)
 		var ee *cli.ExitError
 		switch {

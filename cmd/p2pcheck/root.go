@@ -86,6 +86,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newNCCLCommand(o),
 		newReportCommand(ro),
 		newFixCommand(o),
+		newDiffCommand(o),
 	)
 	runErrors(cmd)
 	return cmd

@@ -35,12 +35,14 @@ between the devices they join.`,
 		},
 		RunE: func(*cobra.Command, []string) error {
 			if o.format == "dot" {
-				n, err := o.load() // the verdicts need the platform facts
+				gpus := startNVML(o.nvmlSkip(), probeNVMLLinks) // NVLinks, drawn when known
+				n, err := o.load()                              // the verdicts need the platform facts
 				if err != nil {
 					return err
 				}
+				attachNVML(n, gpus)
 				o.printWarnings(n)
-				return render.TopoDot(o.stdout, n.Topology, n.P2P())
+				return render.TopoDot(o.stdout, n.Topology, n.P2P(), n.GPU)
 			}
 			n, err := o.loadTree()
 			if err != nil {

@@ -295,7 +295,7 @@ func (c *comparison) deliberate(d *pcie.Device, diff difference) string {
 
 func TestLspci(t *testing.T) {
 	bin := lspci(t)
-	db, err := pciids.Load(pciIDs)
+	db, err := pciids.Load(nil, pciIDs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -30,6 +31,10 @@ var ErrNoDatabase = errors.New("pciids: no pci.ids database found")
 
 // maxSize bounds what Load reads: pci.ids is about 1.4 MB today.
 const maxSize = 32 << 20
+
+// kind is the database file as hostfs reads it: a regular file named by the
+// user or found in DefaultPaths, at most maxSize bytes.
+var kind = hostfs.Kind{Name: "pci.ids database", Limit: maxSize}
 
 // DefaultPaths returns where distributions install pci.ids, in the order Load tries
 // them: pciutils' default (/usr/share/misc, Debian and Ubuntu), hwdata's
@@ -69,10 +74,12 @@ type device struct {
 }
 
 // Load reads pci.ids from path, or, when path is empty, from the first of
-// DefaultPaths that exists. A name ending in ".gz" is decompressed. When there is no
-// file the error wraps ErrNoDatabase; a file whose vendor lines are malformed is an
-// error too.
-func Load(path string) (*DB, error) {
+// DefaultPaths that exists, counting its bytes on m (nil: on nothing but its own
+// limit). A name ending in ".gz" is decompressed. It is read with hostfs.OpenNamed:
+// a FIFO or device node is refused without blocking. When there is no file the
+// error wraps ErrNoDatabase; a file whose vendor lines are malformed is an error
+// too.
+func Load(m *hostfs.Meter, path string) (*DB, error) {
 	if path == "" {
 		for _, p := range DefaultPaths() {
 			if _, err := os.Stat(p); err == nil {
@@ -84,7 +91,7 @@ func Load(path string) (*DB, error) {
 			return nil, ErrNoDatabase
 		}
 	}
-	data, err := readAll(path)
+	data, err := readAll(m, path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNoDatabase, err)
@@ -98,16 +105,16 @@ func Load(path string) (*DB, error) {
 	return db, nil
 }
 
-func readAll(path string) ([]byte, error) {
-	f, err := os.Open(path)
+func readAll(m *hostfs.Meter, path string) ([]byte, error) {
+	f, err := hostfs.OpenNamed(m, path, kind)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	var r io.Reader = f
 	size := 0
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxSize {
-		size = int(fi.Size())
+	if s := f.Size(); s >= 0 && s <= maxSize {
+		size = int(s)
 	}
 	if strings.HasSuffix(path, ".gz") {
 		zr, err := gzip.NewReader(f)

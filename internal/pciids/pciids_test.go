@@ -16,7 +16,7 @@ const tinyDB = "testdata/pci.ids"
 
 func loadTiny(t testing.TB) *DB {
 	t.Helper()
-	db, err := Load(tinyDB)
+	db, err := Load(nil, tinyDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +61,12 @@ func TestLookups(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "pci.ids")
-	if _, err := Load(missing); !errors.Is(err, ErrNoDatabase) || !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("Load(missing) error = %v, want ErrNoDatabase and ErrNotExist", err)
+	if _, err := Load(nil, missing); !errors.Is(err, ErrNoDatabase) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(nil, missing) error = %v, want ErrNoDatabase and ErrNotExist", err)
 	}
-	db, err := Load("testdata/malformed.ids")
+	db, err := Load(nil, "testdata/malformed.ids")
 	if err == nil || errors.Is(err, ErrNoDatabase) {
-		t.Errorf("Load(malformed) = %v, %v; want a parse error", db, err)
+		t.Errorf("Load(nil, malformed) = %v, %v; want a parse error", db, err)
 	}
 }
 
@@ -90,7 +90,7 @@ func TestLoadGzip(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := Load(p)
+	db, err := Load(nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestAnnotate(t *testing.T) {
 // systemDB loads the host's pci.ids or skips.
 func systemDB(tb testing.TB) *DB {
 	tb.Helper()
-	db, err := Load("")
+	db, err := Load(nil, "")
 	if errors.Is(err, ErrNoDatabase) {
 		tb.Skip("no pci.ids on this host (install pciutils or hwdata)")
 	}
@@ -173,7 +173,7 @@ func BenchmarkLoadSystem(b *testing.B) {
 	p := systemDB(b).Path
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Load(p); err != nil {
+		if _, err := Load(nil, p); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -194,7 +194,7 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		db, err := Load(p)
+		db, err := Load(nil, p)
 		if err != nil {
 			return
 		}

@@ -44,13 +44,16 @@ func CatchFaults() bool {
 	return catching
 }
 
-// TryToDevice is ToDevice returning a fault instead of raising it: where
-// CatchFaults holds, fault is the address of an access that faulted (or
-// NoAddress), 0 if none did.
-func TryToDevice(dst, src []byte) (n int, fault uintptr) { return tryToDevice(dst, src) }
+// TryToDevice is ToDevice of the n bytes at src to dst, returning a fault
+// instead of raising it: where CatchFaults holds, fault is the address of
+// an access that faulted (or NoAddress), 0 if none did. It takes pointers,
+// as the word functions do, so that it costs its caller no more than the
+// kernel's call.
+func TryToDevice(dst, src *byte, n int) (fault uintptr) { return storeKernel(dst, src, n) }
 
-// TryFromDevice is FromDevice returning a fault as TryToDevice does.
-func TryFromDevice(dst, src []byte) (n int, fault uintptr) { return tryFromDevice(dst, src) }
+// TryFromDevice is FromDevice of the n bytes at src to dst, returning a
+// fault as TryToDevice does.
+func TryFromDevice(dst, src *byte, n int) (fault uintptr) { return loadKernel(dst, src, n) }
 
 // TryStore32 is Store32 returning a fault as TryToDevice does.
 func TryStore32(p *uint32, v uint32) (fault uintptr) { return store32(p, v) }

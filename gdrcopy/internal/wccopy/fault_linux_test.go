@@ -68,8 +68,8 @@ func TestFaultReturn(t *testing.T) {
 		}
 	}
 	accesses = append(accesses,
-		access{"TryToDevice", func(dev []byte) uintptr { _, f := TryToDevice(dev[:8], host); return f }},
-		access{"TryFromDevice", func(dev []byte) uintptr { _, f := TryFromDevice(host[:8], dev); return f }},
+		access{"TryToDevice", func(dev []byte) uintptr { return TryToDevice(&dev[0], &host[0], 8) }},
+		access{"TryFromDevice", func(dev []byte) uintptr { return TryFromDevice(&host[0], &dev[0], 8) }},
 		access{"TryStore32", func(dev []byte) uintptr { return TryStore32((*uint32)(unsafe.Pointer(&dev[0])), 1) }},
 		access{"TryStore64", func(dev []byte) uintptr { return TryStore64((*uint64)(unsafe.Pointer(&dev[0])), 1) }},
 		access{"TryLoad32", func(dev []byte) uintptr { _, f := TryLoad32((*uint32)(unsafe.Pointer(&dev[0]))); return f }},

@@ -59,7 +59,7 @@ func toDeviceGeneric(dst, src []byte) int {
 }
 
 // fromDeviceGeneric loads from src only with naturally aligned 1, 2, 4 and
-// 8-byte accesses and then fences.
+// 8-byte accesses. Like the assembly load kernels it ends with no fence.
 func fromDeviceGeneric(dst, src []byte) int {
 	n := min(len(dst), len(src))
 	s := unsafe.Pointer(unsafe.SliceData(src))
@@ -81,16 +81,20 @@ func fromDeviceGeneric(dst, src []byte) int {
 			i++
 		}
 	}
-	fence()
 	return n
 }
 
-// fence is the portable stand-in for SFENCE or DMB: Go offers no fence
-// instruction, but a sequentially consistent read-modify-write is one. On
-// amd64 it is a LOCK-prefixed instruction, which also drains the
-// write-combining buffers (Intel SDM vol. 3, "Write Combining"); on arm64
-// it is an acquire-release atomic, so no earlier access passes it and no
-// later one precedes it.
+// fence is the portable stand-in for SFENCE, MFENCE or DMB: Go offers no
+// fence instruction, but a sequentially consistent read-modify-write comes
+// close. On amd64 it is a LOCK-prefixed instruction, which no load or store
+// passes and which drains the write-combining buffers (Intel SDM vol. 3A,
+// "Memory Ordering in P6 and More Recent Processor Families" and "Methods
+// of Caching Available"), so there the generic variant keeps every
+// guarantee of the package comment's "Ordering". Elsewhere it is only as
+// strong as the platform's sequentially consistent atomic, which the Go
+// memory model defines between goroutines, not for device memory. The
+// generic variant is the reference the assembly is tested against and the
+// kernel of other architectures; on arm64 only a purego build uses it.
 func fence() {
 	var word uint32
 	atomic.AddUint32(&word, 0)

@@ -9,9 +9,9 @@ import (
 )
 
 // The kernels in wccopy_amd64.s. Each copies n bytes from src to dst along
-// the WC ladder and ends with a fence: SFENCE after the store kernels, which
-// write dst as device memory, and MFENCE after the load kernels, which read
-// src as device memory.
+// the WC ladder. The store kernels, which write dst as device memory, end
+// with SFENCE; the load kernels, which read src as device memory, end with
+// no fence (see "Ordering" in the package comment).
 
 //go:noescape
 func storeSSE2(dst, src *byte, n int) (fault uintptr)
@@ -52,8 +52,8 @@ var (
 	useSSE41     = cpu.X86.HasSSE41
 )
 
-// variants lists the amd64 kernels best first; tryToDevice and tryFromDevice
-// below must test the gates in the same order.
+// variants lists the amd64 kernels best first; storeKernel and loadKernel
+// in wccopy_amd64.s must test the gates in the same order.
 var variants = []Variant{
 	{Name: "movdir64b", Available: useMOVDIR64B, ToDevice: adapt(storeMOVDIR64B)},
 	{Name: "avx2", Available: useAVX2, ToDevice: adapt(storeAVX2), FromDevice: adapt(loadAVX2)},
@@ -62,37 +62,13 @@ var variants = []Variant{
 	genericVariant,
 }
 
-// tryToDevice calls the chosen store kernel directly rather than through a
-// func value, so that dst and src do not escape.
-func tryToDevice(dst, src []byte) (int, uintptr) {
-	n := min(len(dst), len(src))
-	d, s := unsafe.SliceData(dst), unsafe.SliceData(src)
-	var fault uintptr
-	switch {
-	case useMOVDIR64B:
-		fault = storeMOVDIR64B(d, s, n)
-	case useAVX2:
-		fault = storeAVX2(d, s, n)
-	default:
-		fault = storeSSE2(d, s, n)
-	}
-	return n, fault
-}
-
-// tryFromDevice calls the chosen load kernel directly.
-func tryFromDevice(dst, src []byte) (int, uintptr) {
-	n := min(len(dst), len(src))
-	d, s := unsafe.SliceData(dst), unsafe.SliceData(src)
-	var fault uintptr
-	switch {
-	case useAVX2:
-		fault = loadAVX2(d, s, n)
-	case useSSE41:
-		fault = loadSSE41(d, s, n)
-	default:
-		return fromDeviceGeneric(dst, src), 0
-	}
-	return n, fault
+// loadGeneric is where loadKernel goes on a CPU without SSE4.1: the generic
+// kernel, whose faults are never returned.
+//
+//lint:ignore U1000 entered from loadKernel only
+func loadGeneric(dst, src *byte, n int) (fault uintptr) {
+	fromDeviceGeneric(unsafe.Slice(dst, n), unsafe.Slice(src, n))
+	return 0
 }
 
 // selected names the kernels tryToDevice and tryFromDevice call.

@@ -12,22 +12,38 @@
 //	R12, R13	the fault-return mark (CATCH), untouched otherwise
 //	X0-X7, Y0-Y3	vector scratch
 // The device pointer, whose alignment drives the ladder, is DI in the store
-// kernels and SI in the load kernels; the macros call it DEV.
+// kernels and SI in the load kernels; the macros call it DEV. The store
+// kernels end with SFENCE and the load kernels with no fence (see
+// "Ordering" in the package comment).
 
 #include "textflag.h"
 #include "fault.h"
 
+// SMALL(DEV) lets a copy of fewer than 16 bytes whose DEV is 16-byte
+// aligned fall through to the TAIL that follows it, taking no branch; every
+// other copy goes to head. Each kernel is laid out SMALL, TAIL, its return,
+// then HEAD and the vector steps, which jump back to tail.
+#define SMALL(DEV) \
+	CMPQ	CX, $16; \
+	JAE	head; \
+	TESTQ	$15, DEV; \
+	JNZ	head
+
 // HEAD(DEV) moves one, two, four and then eight bytes, each access naturally
-// aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned.
-// If CX is too short for the next step it jumps to tail (CX is then smaller
-// than DEV's alignment, so the tail's accesses stay aligned); it also jumps
-// there when fewer than 16 bytes remain at the end.
+// aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned;
+// an aligned DEV skips the steps with one test. If CX is too short for the
+// next step it jumps to tail (CX is then smaller than DEV's alignment, so
+// the tail's accesses stay aligned); it also jumps there when fewer than 16
+// bytes remain at the end.
 #define HEAD(DEV) \
+head: \
+	TESTQ	$15, DEV; \
+	JZ	head16; \
 	TESTQ	$1, DEV; \
 	JZ	head2; \
 	CMPQ	CX, $1; \
 	JB	tail; \
-	MOVB	(SI), AX; \
+	MOVBLZX	(SI), AX; \
 	MOVB	AX, (DI); \
 	INCQ	SI; \
 	INCQ	DI; \
@@ -37,7 +53,7 @@ head2: \
 	JZ	head4; \
 	CMPQ	CX, $2; \
 	JB	tail; \
-	MOVW	(SI), AX; \
+	MOVWLZX	(SI), AX; \
 	MOVW	AX, (DI); \
 	ADDQ	$2, SI; \
 	ADDQ	$2, DI; \
@@ -68,13 +84,16 @@ head16: \
 
 // TAIL moves the last CX < 16 bytes with eight-, four-, two- and one-byte
 // accesses, in that order, each naturally aligned because the device pointer
-// is aligned at least as much as the widest of them.
+// is aligned at least as much as the widest of them. It stops as soon as
+// nothing is left, so that a word-sized copy is one access.
 #define TAIL \
 tail: \
 	TESTQ	$8, CX; \
 	JZ	tail4; \
 	MOVQ	(SI), AX; \
 	MOVQ	AX, (DI); \
+	TESTQ	$7, CX; \
+	JZ	tailDone; \
 	ADDQ	$8, SI; \
 	ADDQ	$8, DI; \
 tail4: \
@@ -82,19 +101,21 @@ tail4: \
 	JZ	tail2; \
 	MOVL	(SI), AX; \
 	MOVL	AX, (DI); \
+	TESTQ	$3, CX; \
+	JZ	tailDone; \
 	ADDQ	$4, SI; \
 	ADDQ	$4, DI; \
 tail2: \
 	TESTQ	$2, CX; \
 	JZ	tail1; \
-	MOVW	(SI), AX; \
+	MOVWLZX	(SI), AX; \
 	MOVW	AX, (DI); \
 	ADDQ	$2, SI; \
 	ADDQ	$2, DI; \
 tail1: \
 	TESTQ	$1, CX; \
 	JZ	tailDone; \
-	MOVB	(SI), AX; \
+	MOVBLZX	(SI), AX; \
 	MOVB	AX, (DI); \
 tailDone:
 
@@ -131,6 +152,13 @@ TEXT ·storeSSE2(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(DI)
+	TAIL
+	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(DI)
 	TESTQ	$16, DI
 	JZ	align64
@@ -195,12 +223,6 @@ last16:
 	ADVANCE(16)
 	JMP	last16
 
-	TAIL
-	SFENCE
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
-
 // func loadSSE41(dst, src *byte, n int) (fault uintptr)
 // Requires: SSE4.1
 TEXT ·loadSSE41(SB), NOSPLIT, $0-32
@@ -208,6 +230,12 @@ TEXT ·loadSSE41(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(SI)
+	TAIL
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(SI)
 	TESTQ	$16, SI
 	JZ	align64
@@ -272,12 +300,6 @@ last16:
 	ADVANCE(16)
 	JMP	last16
 
-	TAIL
-	MFENCE
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
-
 // func storeAVX2(dst, src *byte, n int) (fault uintptr)
 // Requires: AVX
 TEXT ·storeAVX2(SB), NOSPLIT, $0-32
@@ -285,6 +307,13 @@ TEXT ·storeAVX2(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(DI)
+	TAIL
+	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(DI)
 	TESTQ	$16, DI
 	JZ	align64
@@ -343,11 +372,9 @@ last16:
 
 vdone:
 	VZEROUPPER
-	TAIL
-	SFENCE
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
+	TESTQ	CX, CX
+	JNZ	tail
+	JMP	tailDone
 
 // func loadAVX2(dst, src *byte, n int) (fault uintptr)
 // Requires: AVX, AVX2
@@ -356,6 +383,12 @@ TEXT ·loadAVX2(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(SI)
+	TAIL
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(SI)
 	TESTQ	$16, SI
 	JZ	align64
@@ -414,11 +447,9 @@ last16:
 
 vdone:
 	VZEROUPPER
-	TAIL
-	MFENCE
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
+	TESTQ	CX, CX
+	JNZ	tail
+	JMP	tailDone
 
 // func storeMOVDIR64B(dst, src *byte, n int) (fault uintptr)
 // Requires: AVX, MOVDIR64B
@@ -427,6 +458,13 @@ TEXT ·storeMOVDIR64B(SB), NOSPLIT, $0-32
 	MOVQ	dst+0(FP), DI
 	MOVQ	src+8(FP), SI
 	MOVQ	n+16(FP), CX
+	SMALL(DI)
+	TAIL
+	SFENCE
+	UNCATCH
+	MOVQ	$0, fault+24(FP)
+	RET
+
 	HEAD(DI)
 	TESTQ	$16, DI
 	JZ	align64
@@ -487,11 +525,38 @@ last16:
 
 vdone:
 	VZEROUPPER
-	TAIL
-	SFENCE
-	UNCATCH
-	MOVQ	$0, fault+24(FP)
-	RET
+	TESTQ	CX, CX
+	JNZ	tail
+	JMP	tailDone
+
+// func storeKernel(dst, src *byte, n int) (fault uintptr)
+// ToDevice's kernel: a jump, with the frame as it came, to the store
+// kernel of the first variant the gates allow (wccopy_amd64.go variants).
+// The best variant is reached with no branch taken before the jump.
+TEXT ·storeKernel(SB), NOSPLIT, $0-32
+	CMPB	·useMOVDIR64B(SB), $0
+	JEQ	noMOVDIR64B
+	JMP	·storeMOVDIR64B(SB)
+noMOVDIR64B:
+	CMPB	·useAVX2(SB), $0
+	JEQ	noAVX2
+	JMP	·storeAVX2(SB)
+noAVX2:
+	JMP	·storeSSE2(SB)
+
+// func loadKernel(dst, src *byte, n int) (fault uintptr)
+// FromDevice's kernel, as storeKernel; without SSE4.1 it is the generic
+// kernel's.
+TEXT ·loadKernel(SB), NOSPLIT, $0-32
+	CMPB	·useAVX2(SB), $0
+	JEQ	noAVX2
+	JMP	·loadAVX2(SB)
+noAVX2:
+	CMPB	·useSSE41(SB), $0
+	JEQ	noSSE41
+	JMP	·loadSSE41(SB)
+noSSE41:
+	JMP	·loadGeneric(SB)
 
 // func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
@@ -504,8 +569,10 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL	DX, edx+20(FP)
 	RET
 
-// The word kernels: one naturally aligned access, then the fence of the
-// copy kernels of the same direction.
+// The word kernels: one naturally aligned access and its fence (see
+// "Ordering" in the package comment). The stores end with SFENCE, as the
+// store kernels do; the loads with MFENCE, which keeps every later load,
+// streaming loads included, behind them (Intel SDM vol. 2, MOVNTDQA).
 
 // func store32(p *uint32, v uint32) (fault uintptr)
 TEXT ·store32(SB), NOSPLIT, $0-24

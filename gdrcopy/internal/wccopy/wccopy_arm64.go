@@ -2,18 +2,14 @@
 
 package wccopy
 
-import (
-	"unsafe"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // The kernels in wccopy_arm64.s. Each copies n bytes from src to dst along
-// the WC ladder and ends with a fence: DMB ST after the store kernels,
-// which write dst as device memory, and DMB SY after the load kernels,
-// which read src as device memory. libgdrapi's LS64 kernels (ST64B, LD64B,
-// src/memcpy_ls64.c) are not here: no emulator or host available to this
-// package's tests has FEAT_LS64 to check them on.
+// the WC ladder. The store kernels, which write dst as device memory, end
+// with DMB ST; the load kernels, which read src as device memory, end with
+// no barrier (see "Ordering" in the package comment). libgdrapi's LS64
+// kernels (ST64B, LD64B, src/memcpy_ls64.c) are not here: no emulator or
+// host available to this package's tests has FEAT_LS64 to check them on.
 
 //go:noescape
 func storeNEON(dst, src *byte, n int) (fault uintptr)
@@ -31,31 +27,12 @@ func loadSTP(dst, src *byte, n int) (fault uintptr)
 // gdrapi.c gdr_init_cpu_flags does and honours GODEBUG=cpu.asimd=off.
 var useNEON = cpu.ARM64.HasASIMD
 
-// variants lists the arm64 kernels best first; tryToDevice and tryFromDevice
-// below must test the gates in the same order.
+// variants lists the arm64 kernels best first; storeKernel and loadKernel
+// in wccopy_arm64.s must test the gate in the same order.
 var variants = []Variant{
 	{Name: "neon", Available: useNEON, ToDevice: adapt(storeNEON), FromDevice: adapt(loadNEON)},
 	{Name: "stp", Available: true, ToDevice: adapt(storeSTP), FromDevice: adapt(loadSTP)},
 	genericVariant,
-}
-
-// tryToDevice calls the chosen store kernel directly rather than through a
-// func value, so that dst and src do not escape.
-func tryToDevice(dst, src []byte) (int, uintptr) {
-	n := min(len(dst), len(src))
-	if useNEON {
-		return n, storeNEON(unsafe.SliceData(dst), unsafe.SliceData(src), n)
-	}
-	return n, storeSTP(unsafe.SliceData(dst), unsafe.SliceData(src), n)
-}
-
-// tryFromDevice calls the chosen load kernel directly.
-func tryFromDevice(dst, src []byte) (int, uintptr) {
-	n := min(len(dst), len(src))
-	if useNEON {
-		return n, loadNEON(unsafe.SliceData(dst), unsafe.SliceData(src), n)
-	}
-	return n, loadSTP(unsafe.SliceData(dst), unsafe.SliceData(src), n)
 }
 
 // selected names the kernels tryToDevice and tryFromDevice call.

@@ -29,12 +29,26 @@
 #define UNCATCH \
 	MOVD	ZR, R19
 
+// SMALL(DEV) lets a copy of fewer than 16 bytes whose DEV is 16-byte
+// aligned fall through to the TAIL that follows it, taking no branch; every
+// other copy goes to head. Each kernel is laid out SMALL, TAIL, its return,
+// then HEAD and the vector steps, which branch back to tail.
+#define SMALL(DEV) \
+	CMP	$16, R2; \
+	BHS	head; \
+	TST	$15, DEV; \
+	BNE	head
+
 // HEAD(DEV) moves one, two, four and then eight bytes, each access naturally
-// aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned.
-// If R2 is too short for the next step it jumps to tail (R2 is then smaller
-// than DEV's alignment, so the tail's accesses stay aligned); it also jumps
-// there when fewer than 16 bytes remain at the end.
+// aligned, as far as DEV's alignment needs it, until DEV is 16-byte aligned;
+// an aligned DEV skips the steps with one test. If R2 is too short for the
+// next step it jumps to tail (R2 is then smaller than DEV's alignment, so
+// the tail's accesses stay aligned); it also jumps there when fewer than 16
+// bytes remain at the end.
 #define HEAD(DEV) \
+head: \
+	TST	$15, DEV; \
+	BEQ	head16; \
 	TBZ	$0, DEV, head2; \
 	CBZ	R2, tail; \
 	MOVBU.P	1(R1), R3; \
@@ -123,16 +137,21 @@ bulk: \
 
 // TAIL moves the last R2 < 16 bytes with eight-, four-, two- and one-byte
 // accesses, in that order, each naturally aligned because the device
-// pointer is aligned at least as much as the widest of them.
+// pointer is aligned at least as much as the widest of them. It stops as
+// soon as nothing is left, so that a word-sized copy is one access.
 #define TAIL \
 tail: \
 	TBZ	$3, R2, tail4; \
 	MOVD.P	8(R1), R3; \
 	MOVD.P	R3, 8(R0); \
+	TST	$7, R2; \
+	BEQ	done; \
 tail4: \
 	TBZ	$2, R2, tail2; \
 	MOVWU.P	4(R1), R3; \
 	MOVW.P	R3, 4(R0); \
+	TST	$3, R2; \
+	BEQ	done; \
 tail2: \
 	TBZ	$1, R2, tail1; \
 	MOVHU.P	2(R1), R3; \
@@ -143,12 +162,15 @@ tail1: \
 	MOVB	R3, (R0); \
 done:
 
-// The fences. Stores end with DMB ST, libgdrapi's wc_store_fence on
-// aarch64: every store of the copy is ordered before any later store.
-// Loads end with DMB SY, its memory_fence: DMB ST orders no loads, and a
-// full barrier keeps every later access behind the copy's loads.
+// The barriers (see the package comment, "Ordering"). Every store kernel
+// ends with DMB ST, libgdrapi's wc_store_fence on aarch64: each store it
+// made is observed before any later store. The word loads end with DMB LD:
+// the load is observed before every later load and store. The word stores
+// are store-releases (STLR), observed after every earlier load and store,
+// and end with DMB ST as the copies do. The copies from the device end with
+// no barrier: DMB ST, which libgdrapi issues there, orders no load.
 #define STORE_FENCE	DMB	$0xe
-#define LOAD_FENCE	DMB	$0xf
+#define LOAD_FENCE	DMB	$0xd
 
 // func storeNEON(dst, src *byte, n int) (fault uintptr)
 TEXT ·storeNEON(SB), NOSPLIT, $0-32
@@ -156,15 +178,18 @@ TEXT ·storeNEON(SB), NOSPLIT, $0-32
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
-	HEAD(R0)
-	STEPS(R0)
-	NEON64
-	CHUNKS
+	SMALL(R0)
 	TAIL
 	STORE_FENCE
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
+
+	HEAD(R0)
+	STEPS(R0)
+	NEON64
+	CHUNKS
+	B	tail
 
 // func loadNEON(dst, src *byte, n int) (fault uintptr)
 TEXT ·loadNEON(SB), NOSPLIT, $0-32
@@ -172,15 +197,17 @@ TEXT ·loadNEON(SB), NOSPLIT, $0-32
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
+	SMALL(R1)
+	TAIL
+	UNCATCH
+	MOVD	ZR, fault+24(FP)
+	RET
+
 	HEAD(R1)
 	STEPS(R1)
 	NEON64
 	CHUNKS
-	TAIL
-	LOAD_FENCE
-	UNCATCH
-	MOVD	ZR, fault+24(FP)
-	RET
+	B	tail
 
 // func storeSTP(dst, src *byte, n int) (fault uintptr)
 TEXT ·storeSTP(SB), NOSPLIT, $0-32
@@ -188,15 +215,18 @@ TEXT ·storeSTP(SB), NOSPLIT, $0-32
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
-	HEAD(R0)
-	STEPS(R0)
-	STP32
-	CHUNKS
+	SMALL(R0)
 	TAIL
 	STORE_FENCE
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
+
+	HEAD(R0)
+	STEPS(R0)
+	STP32
+	CHUNKS
+	B	tail
 
 // func loadSTP(dst, src *byte, n int) (fault uintptr)
 TEXT ·loadSTP(SB), NOSPLIT, $0-32
@@ -204,25 +234,47 @@ TEXT ·loadSTP(SB), NOSPLIT, $0-32
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
 	MOVD	n+16(FP), R2
-	HEAD(R1)
-	STEPS(R1)
-	STP32
-	CHUNKS
+	SMALL(R1)
 	TAIL
-	LOAD_FENCE
 	UNCATCH
 	MOVD	ZR, fault+24(FP)
 	RET
 
-// The word kernels: one naturally aligned access, then the fence of the
-// copy kernels of the same direction.
+	HEAD(R1)
+	STEPS(R1)
+	STP32
+	CHUNKS
+	B	tail
+
+// func storeKernel(dst, src *byte, n int) (fault uintptr)
+// ToDevice's kernel: a jump, with the frame and link register as they came,
+// to the store kernel of the first variant the gate allows
+// (wccopy_arm64.go variants). The best variant is reached with no branch
+// taken before the jump.
+TEXT ·storeKernel(SB), NOSPLIT|NOFRAME, $0-32
+	MOVBU	·useNEON(SB), R3
+	CBZ	R3, noNEON
+	JMP	·storeNEON(SB)
+noNEON:
+	JMP	·storeSTP(SB)
+
+// func loadKernel(dst, src *byte, n int) (fault uintptr)
+// FromDevice's kernel, as storeKernel.
+TEXT ·loadKernel(SB), NOSPLIT|NOFRAME, $0-32
+	MOVBU	·useNEON(SB), R3
+	CBZ	R3, noNEON
+	JMP	·loadNEON(SB)
+noNEON:
+	JMP	·loadSTP(SB)
+
+// The word kernels: one naturally aligned access and its barrier.
 
 // func store32(p *uint32, v uint32) (fault uintptr)
 TEXT ·store32(SB), NOSPLIT, $0-24
 	CATCH(COOKIE_WORD)
 	MOVD	p+0(FP), R0
 	MOVWU	v+8(FP), R1
-	MOVW	R1, (R0)
+	STLRW	R1, (R0)
 	STORE_FENCE
 	UNCATCH
 	MOVD	ZR, fault+16(FP)
@@ -233,7 +285,7 @@ TEXT ·store64(SB), NOSPLIT, $0-24
 	CATCH(COOKIE_WORD)
 	MOVD	p+0(FP), R0
 	MOVD	v+8(FP), R1
-	MOVD	R1, (R0)
+	STLR	R1, (R0)
 	STORE_FENCE
 	UNCATCH
 	MOVD	ZR, fault+16(FP)
