@@ -263,3 +263,41 @@ func TestFixText(t *testing.T) {
 		}
 	}
 }
+
+// TestFixVirtHost: on the inline node whose ConnectX NICs have ATS, fix finds a
+// virtualization host and plans Direct Translated P2P on the NICs' switch ports,
+// isolation kept (0x001d -> 0x005d), no redirect cleared; the bare-metal plan is made
+// only when --bare-metal asks for it; --virt-host on Data Direct is refused, and so
+// is --virt-host with --bare-metal.
+func TestFixVirtHost(t *testing.T) {
+	root := machineRoot(t, "hgx-inline-ats")
+	code, out, errOut := p2pcheck("--root", root, "--no-nvml", "fix", "--format", "json")
+	r := decodeFix(t, out)
+	if code != 0 || r.Use != "virt-host" || !strings.Contains(r.UseReason, "ATS") {
+		t.Fatalf("exit %d, use %s (%s): %s", code, r.Use, r.UseReason, errOut)
+	}
+	var got []string
+	for _, a := range r.Actions {
+		got = append(got, a.Address.String()+" "+a.Control+"->"+a.Planned)
+	}
+	if want := []string{"0000:17:00.0 0x001d->0x005d", "0000:39:00.0 0x001d->0x005d"}; !slices.Equal(got, want) {
+		t.Errorf("virtualization-host actions %q, want %q", got, want)
+	}
+	if r.Persistent.Form != "config_acs" || !strings.Contains(r.Persistent.KernelParam, "1011101@0000:15:01.0/0.0/0.0") {
+		t.Errorf("persistent %s %q", r.Persistent.Form, r.Persistent.KernelParam)
+	}
+	_, out, _ = p2pcheck("--root", root, "--no-nvml", "fix", "--format", "json", "--bare-metal")
+	b := decodeFix(t, out)
+	cleared := slices.ContainsFunc(b.Actions, func(a provision.ReportAction) bool {
+		return a.Address.String() == "0000:17:00.0" && a.Planned == "0x0011"
+	})
+	if b.Use != "bare-metal" || !cleared {
+		t.Errorf("--bare-metal: use %s, actions %+v", b.Use, b.Actions)
+	}
+	if code, _, _ := p2pcheck("--root", machineRoot(t, "gb300-data-direct"), "--no-nvml", "fix", "--virt-host"); code != exitUsage {
+		t.Errorf("--virt-host on Data Direct: exit %d, want %d", code, exitUsage)
+	}
+	if code, _, _ := p2pcheck("--root", root, "fix", "--virt-host", "--bare-metal"); code != exitUsage {
+		t.Errorf("--virt-host --bare-metal: exit %d", code)
+	}
+}
