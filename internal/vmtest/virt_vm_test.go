@@ -1,3 +1,5 @@
+//go:build vmtest
+
 package vmtest
 
 import "strings"
