@@ -124,6 +124,14 @@ func checkACSPath(f *Facts) Result {
 		r.Summary = fmt.Sprintf("no ACS redirect between the %d peer pair(s)", sc.n)
 		r.Observed = "ACS redirect clear on every shared path"
 	}
+	if dd := f.dataDirect(); len(dd) > 0 {
+		r.Refs = append(r.Refs, refDataDirect)
+		r.Findings = append(r.Findings, dd...)
+		r.Status = worse(r.Status, Fail)
+		r.addBlocks(CapGDR)
+		r.Summary += fmt.Sprintf("; %d problem(s) on NVIDIA's Data Direct path", len(dd))
+		r.Remediation = append(r.Remediation, "Data Direct: p2pcheck fix --apply sets the shape's bits; p2pcheck fix --persist and a reboot give the IOMMU group")
+	}
 	return r
 }
 

@@ -342,7 +342,9 @@ const (
 // the GPU's, SV off (RR, CR, UF on) on the Grace root port, isolation on every other
 // port of the segment.
 func (s Shape) planDataDirect(w wants, mode Mode) []string {
-	req := iommugroup.ReqACSFlags
+	// EC is decided too (off, as the kernel leaves it), so that the shape decides
+	// every bit the generic rule does on these ports.
+	req := iommugroup.ReqACSFlags | pcie.ACSEgressControl
 	w.set(s.DMAPort, req, isolated(s.DMAPort)&^pcie.ACSRequestRedirect, whyDDRequest, true)
 	w.set(s.GPUPort, req, isolated(s.GPUPort)&^pcie.ACSCompletionRedirect, whyDDCompletion, true)
 	w.set(s.RootPort, req, isolated(s.RootPort)&^pcie.ACSSourceValidation, whyDDGroup, true)
