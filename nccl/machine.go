@@ -501,7 +501,7 @@ func (m *Machine) Input(s Settings, v Version, versionSource string) (in Input, 
 	})
 	_, plugin, _ := m.Nets(s)
 	in = Input{Topology: pred, Nets: nets, Settings: s, Version: v, VersionSource: versionSource, Notes: notes,
-		Facts: Facts{NetPlugin: plugin, GDRDrv: m.GDRDrv}}
+		Facts: Facts{NetPlugin: plugin, GDRDrv: m.GDRDrv}, Unknowns: m.unknowns(pred, nets)}
 	if m.GPU != nil {
 		in.Facts.P2P = map[[2]int]bool{}
 		for _, p := range m.GPU.Pairs {

@@ -64,6 +64,9 @@ func TestNCCLTopologyPaths(t *testing.T) {
 		{"first capture", "h200-1gpu-first/nccl-topo.xml", "h200-1gpu-first/nccl-info.log"},
 		{"device run", "h200-1gpu/nccl-topo.xml", "h200-1gpu/nccl-info.log"},
 		{"p2pcheck's XML fed back", "h200-1gpu/p2pcheck-topo.xml", "h200-1gpu/nccl-info-topofile.log"},
+		{"offline run", "h200-1gpu-offline/nccl-topo.xml", "h200-1gpu-offline/nccl-info-0.log"},
+		{"offline run, p2pcheck's XML fed back", "h200-1gpu-offline/p2pcheck-topo.xml", "h200-1gpu-offline/nccl-info-topofile-0.log"},
+		{"offline run, two ranks as two hosts", "h200-1gpu-offline/nccl-topo-2rank.xml", "h200-1gpu-offline/nccl-2rank-0.log"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := readLog(t, filepath.Join(testdata, tt.log))
@@ -300,7 +303,7 @@ func TestFixtures(t *testing.T) {
 		{"dgx-h100", nil, nil, func(t *testing.T, r *Report) {
 			want := map[[2]int]string{{0, 1}: "P2P/CUMEM", {0, 2}: "SHM/direct/direct", {0, 4}: "SHM/direct/direct"}
 			for _, p := range r.GPUPairs {
-				if w, ok := want[[2]int{p.From, p.To}]; ok && p.Via != w {
+				if w, ok := want[[2]int{p.From, p.To}]; ok && p.otherwise().Via != w {
 					t.Errorf("GPU%d->GPU%d via %s; want %s", p.From, p.To, p.Via, w)
 				}
 			}
@@ -329,7 +332,7 @@ func TestFixtures(t *testing.T) {
 		{"dgx-h100", nil, ndr, func(t *testing.T, r *Report) {
 			want := map[[2]int]string{{0, 2}: "SHM/direct/direct", {0, 4}: "NET/IB"}
 			for _, p := range r.GPUPairs {
-				if w, ok := want[[2]int{p.From, p.To}]; ok && p.Via != w {
+				if w, ok := want[[2]int{p.From, p.To}]; ok && p.otherwise().Via != w {
 					t.Errorf("GPU%d->GPU%d via %s; want %s (%s)", p.From, p.To, p.Via, w, p.Why)
 				}
 			}
@@ -417,7 +420,7 @@ func TestVersionDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range r.GPUPairs {
-				if p.Via != tt.via {
+				if p.otherwise().Via != tt.via {
 					t.Errorf("GPU%d->GPU%d via %s; want %s (%s)", p.From, p.To, p.Via, tt.via, p.Why)
 				}
 			}

@@ -226,7 +226,12 @@ NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Channel{{0, 1, "P2P/CUMEM"}, {1, 0, "SHM/direct/direct"}, {1, 0, "NET/Socket/0"}, {0, 1, "NET/IB/1/GDRDMA"}}
+	want := []Channel{
+		{From: 0, To: 1, Via: "P2P/CUMEM", Host: "host"},
+		{From: 1, To: 0, Via: "SHM/direct/direct", ID: 1, Host: "host"},
+		{From: 1, To: 0, Via: "NET/Socket/0", ID: 2, Side: "send", Host: "host"},
+		{From: 0, To: 1, Via: "NET/IB/1/GDRDMA", ID: 3, Side: "receive", Host: "log"},
+	}
 	if diff := cmp.Diff(want, l.Channels); diff != "" {
 		t.Errorf("channels (-want +got):\n%s", diff)
 	}

@@ -27,10 +27,12 @@ const undef = -1
 // or network device, with its links sorted by bandwidth and the paths from it to
 // every node of the base types (filled by computePaths).
 type topoNode struct {
-	typ   int
-	id    int64
-	links []*topoLink
-	paths [nodeTypes][]topoPath
+	typ int
+	id  int64
+	// idx is the node's index among the nodes of its type, gid among all nodes.
+	idx, gid int
+	links    []*topoLink
+	paths    [nodeTypes][]topoPath
 
 	// GPU
 	dev, rank, sm, gdr int
@@ -54,9 +56,11 @@ type topoLink struct {
 }
 
 // topoPath is struct ncclTopoLinkList: the links from a node to another, their
-// count, the bottleneck bandwidth and the path type.
+// count, the bottleneck bandwidth and the path type. Of the links only the first
+// is kept: it is the only one NCCL reads outside path searches (the intermediate
+// GPU of a two-hop path, ncclTopoCheckP2p).
 type topoPath struct {
-	list  []*topoLink
+	first *topoLink
 	count int
 	bw    float32
 	typ   PathType
@@ -66,6 +70,17 @@ type topoPath struct {
 // computed paths.
 type System struct {
 	nodes [nodeTypes][]*topoNode
+	// all holds every node by its gid, byRank the GPUs by rank.
+	all    []*topoNode
+	byRank map[int]*topoNode
+	ids    map[nodeKey]*topoNode
+	ver    Version
+	lim    limits
+	// err is the first limit of NCCL's a link went beyond (ncclTopoConnectNodes).
+	err error
+	// work counts the links path searches examined: what computing the paths
+	// cost, for tests that bound it.
+	work int64
 }
 
 // label names a node as NCCL's INFO lines do: "GPU/0-60", "CPU/0-ffffffffffffff".
@@ -75,30 +90,36 @@ func (n *topoNode) label() string {
 
 func topoID(system int, local int64) int64 { return int64(system)<<56 + local&0x00ffffffffffffff }
 
-func (s *System) find(typ int, id int64) *topoNode {
-	for _, n := range s.nodes[typ] {
-		if n.id == id {
-			return n
-		}
-	}
-	return nil
+// nodeKey identifies a node while the system is built.
+type nodeKey struct {
+	typ int
+	id  int64
 }
 
+// find is ncclTopoGetNode: the node of type typ with id id, or nil.
+func (s *System) find(typ int, id int64) *topoNode { return s.ids[nodeKey{typ, id}] }
+
+// create is ncclTopoCreateNode (src/graph/topo.cc), which fails beyond
+// NCCL_TOPO_MAX_NODES nodes of one type.
 func (s *System) create(typ int, id int64) (*topoNode, error) {
-	if len(s.nodes[typ]) >= maxTopoNodes {
-		return nil, fmt.Errorf("%w: more than %d %s nodes", ErrBadXML, maxTopoNodes, nodeNames[typ])
+	if len(s.nodes[typ]) >= s.lim.nodes {
+		return nil, fmt.Errorf("%w: more than %d %s nodes, which NCCL %s cannot hold (NCCL_TOPO_MAX_NODES, %s)", ErrLimit, s.lim.nodes, nodeNames[typ], s.ver, s.lim.nodesSrc)
 	}
 	n := &topoNode{typ: typ, id: id, dev: undef, rank: undef, sm: undef, arch: undef, vendor: undef, model: undef}
 	s.nodes[typ] = append(s.nodes[typ], n)
+	if s.ids == nil {
+		s.ids = map[nodeKey]*topoNode{}
+	}
+	if s.ids[nodeKey{typ, id}] == nil {
+		s.ids[nodeKey{typ, id}] = n
+	}
 	return n, nil
 }
 
-// maxTopoNodes is NCCL_TOPO_MAX_NODES (src/include/graph.h).
-const maxTopoNodes = 576
-
 // connect is ncclTopoConnectNodes (src/graph/topo.cc): links of one type to one
 // node aggregate their bandwidth, and links stay sorted by bandwidth, highest first.
-func connect(n, rem *topoNode, typ int, bw float32) {
+// Beyond NCCL_TOPO_MAX_LINKS links of one node NCCL fails; so does NewSystem.
+func (s *System) connect(n, rem *topoNode, typ int, bw float32) {
 	i := -1
 	for j, l := range n.links {
 		if l.rem == rem && l.typ == typ {
@@ -107,6 +128,12 @@ func connect(n, rem *topoNode, typ int, bw float32) {
 		}
 	}
 	if i < 0 {
+		if len(n.links) >= s.lim.links {
+			if s.err == nil {
+				s.err = fmt.Errorf("%w: a %s node with more than %d links, which NCCL %s cannot hold (NCCL_TOPO_MAX_LINKS, %s)", ErrLimit, nodeNames[n.typ], s.lim.links, s.ver, s.lim.linksSrc)
+			}
+			return
+		}
 		n.links = append(n.links, &topoLink{typ: typ, rem: rem})
 		i = len(n.links) - 1
 	}
@@ -169,14 +196,20 @@ func intDefault(n *Node, key string, def int) int {
 // them, then NVLinks, C2C links and Broadcom P2P links, Broadcom PEX switches
 // flattened, CPUs joined, links sorted. Host hashes are ignored: every <cpu> is
 // taken to be on this host, as in a file NCCL_TOPO_FILE names (NCCL rewrites them).
-func NewSystem(root *Node) (*System, error) {
+func NewSystem(root *Node) (*System, error) { return newSystem(root, DefaultVersion) }
+
+// newSystem is NewSystem within the limits of NCCL release v.
+func newSystem(root *Node, v Version) (*System, error) {
 	if root == nil || root.Name != "system" {
 		return nil, fmt.Errorf("%w: top element is not <system>", ErrBadXML)
 	}
 	if v, err := needInt(root, "version"); err != nil || v != 1 {
 		return nil, fmt.Errorf("%w: <system version> must be 1 (NCCL_TOPO_XML_VERSION)", ErrBadXML)
 	}
-	s := &System{}
+	if err := checkXMLLimits(root); err != nil {
+		return nil, err
+	}
+	s := &System{ver: v, lim: limitsOf(v)}
 	for _, c := range root.Subs {
 		if c.Name == "cpu" {
 			if err := s.addCPU(c); err != nil {
@@ -196,7 +229,52 @@ func NewSystem(root *Node) (*System, error) {
 	for _, c := range s.nodes[nodeCPU] {
 		sortLinks(c, nil, 0)
 	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	s.number()
 	return s, nil
+}
+
+// checkXMLLimits refuses a topology NCCL's XML cannot hold: more than MAX_SUBS
+// (128) children or MAX_ATTR_COUNT (16) attributes of one element (src/graph/xml.h;
+// xmlAddNode fails, and NCCL with it), or deeper than ParseXML reads.
+func checkXMLLimits(root *Node) error {
+	var walk func(n *Node, depth int) error
+	walk = func(n *Node, depth int) error {
+		switch {
+		case depth > maxXMLDepth:
+			return fmt.Errorf("%w: deeper than %d levels", ErrBadXML, maxXMLDepth)
+		case len(n.Subs) > maxSubs:
+			return fmt.Errorf("%w: <%s> has %d children, NCCL's XML holds at most %d (MAX_SUBS, src/graph/xml.h)", ErrLimit, n.Name, len(n.Subs), maxSubs)
+		case len(n.Attrs) > maxAttrs:
+			return fmt.Errorf("%w: <%s> has %d attributes, NCCL's XML holds at most %d (MAX_ATTR_COUNT, src/graph/xml.h)", ErrLimit, n.Name, len(n.Attrs), maxAttrs)
+		}
+		for _, c := range n.Subs {
+			if err := walk(c, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(root, 0)
+}
+
+// number gives every node its indexes and maps the GPUs by rank.
+func (s *System) number() {
+	s.all = s.all[:0]
+	s.byRank = map[int]*topoNode{}
+	for t := range s.nodes {
+		for i, n := range s.nodes[t] {
+			n.idx, n.gid = i, len(s.all)
+			s.all = append(s.all, n)
+			if t == nodeGPU {
+				if _, dup := s.byRank[n.rank]; !dup {
+					s.byRank[n.rank] = n
+				}
+			}
+		}
+	}
 }
 
 // addCPU is ncclTopoAddCpu.
@@ -209,44 +287,8 @@ func (s *System) addCPU(x *Node) error {
 	if err != nil {
 		return err
 	}
-	arch, err := need(x, "arch")
-	if err != nil {
+	if err := cpuModel(cpu, x); err != nil {
 		return err
-	}
-	cpu.arch = kvPrefix(arch, cpuArchDict, 0)
-	if cpu.arch == archX86 {
-		vendor, err := need(x, "vendor")
-		if err != nil {
-			return err
-		}
-		cpu.vendor = kvPrefix(vendor, cpuVendorDict, 0)
-		switch cpu.vendor {
-		case vendorIntel:
-			fam, err1 := needInt(x, "familyid")
-			model, err2 := needInt(x, "modelid")
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("%w: Intel <cpu> needs familyid and modelid", ErrBadXML)
-			}
-			switch {
-			case fam == 6 && model >= 0xCF:
-				cpu.model = modelERP
-			case fam == 6 && model >= 0x8F:
-				cpu.model = modelSRP
-			case fam == 6 && model >= 0x55:
-				cpu.model = modelSKL
-			default:
-				cpu.model = modelBDW
-			}
-		case vendorZhaoxin:
-			fam, err1 := needInt(x, "familyid")
-			model, err2 := needInt(x, "modelid")
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("%w: Zhaoxin <cpu> needs familyid and modelid", ErrBadXML)
-			}
-			if fam == 7 && model == 0x5B {
-				cpu.model = modelYongfeng
-			}
-		}
 	}
 	for _, sub := range x.Subs {
 		switch sub.Name {
@@ -261,13 +303,55 @@ func (s *System) addCPU(x *Node) error {
 				if nic, err = s.create(nodeNIC, id); err != nil {
 					return err
 				}
-				connect(cpu, nic, linkPCI, locBW)
-				connect(nic, cpu, linkPCI, locBW)
+				s.connect(cpu, nic, linkPCI, locBW)
+				s.connect(nic, cpu, linkPCI, locBW)
 			}
 			if err := s.addNIC(sub, nic, ""); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// cpuModel reads a <cpu>'s architecture, vendor and model class as ncclTopoAddCpu
+// does: Intel by family 6 and model (Emerald Rapids from 0xCF, Sapphire Rapids from
+// 0x8F, Skylake from 0x55, else Broadwell), Zhaoxin Yongfeng by family 7 model 0x5B.
+func cpuModel(cpu *topoNode, x *Node) error {
+	arch, err := need(x, "arch")
+	if err != nil {
+		return err
+	}
+	cpu.arch = kvPrefix(arch, cpuArchDict, 0)
+	if cpu.arch != archX86 {
+		return nil
+	}
+	vendor, err := need(x, "vendor")
+	if err != nil {
+		return err
+	}
+	cpu.vendor = kvPrefix(vendor, cpuVendorDict, 0)
+	if cpu.vendor != vendorIntel && cpu.vendor != vendorZhaoxin {
+		return nil
+	}
+	fam, err1 := needInt(x, "familyid")
+	model, err2 := needInt(x, "modelid")
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("%w: %s <cpu> needs familyid and modelid", ErrBadXML, vendor)
+	}
+	switch {
+	case cpu.vendor == vendorZhaoxin:
+		if fam == 7 && model == 0x5B {
+			cpu.model = modelYongfeng
+		}
+	case fam == 6 && model >= 0xCF:
+		cpu.model = modelERP
+	case fam == 6 && model >= 0x8F:
+		cpu.model = modelSRP
+	case fam == 6 && model >= 0x55:
+		cpu.model = modelSKL
+	default:
+		cpu.model = modelBDW
 	}
 	return nil
 }
@@ -348,8 +432,8 @@ func (s *System) addPCI(x *Node, parent *topoNode, numa int) error {
 	}
 	speed := kvPrefix(speedStr, pciGenDict, 60)
 	bw := float32(float64(width*speed) / 80.0)
-	connect(n, parent, linkPCI, bw)
-	connect(parent, n, linkPCI, bw)
+	s.connect(n, parent, linkPCI, bw)
+	s.connect(parent, n, linkPCI, bw)
 	return nil
 }
 
@@ -377,8 +461,8 @@ func (s *System) addNIC(x *Node, nic *topoNode, busID string) error {
 		}
 		net.netBW = float32(float64(mbps) / 8000.0)
 		net.netGDR = intDefault(nx, "gdr", 0)
-		connect(nic, net, linkNET, net.netBW)
-		connect(net, nic, linkNET, net.netBW)
+		s.connect(nic, net, linkNET, net.netBW)
+		s.connect(net, nic, linkNET, net.netBW)
 	}
 	return nil
 }
@@ -420,10 +504,10 @@ func (s *System) addNVLinks(x *Node, parentBus string) error {
 			}
 		}
 		if remote != nil {
-			bw := float32(count) * nvlinkBW(gpu.sm)
-			connect(gpu, remote, linkNVL, bw)
+			bw := float32(count) * nvlinkBW(gpu.sm, s.ver)
+			s.connect(gpu, remote, linkNVL, bw)
 			if remote.typ != nodeGPU {
-				connect(remote, gpu, linkNVL, bw)
+				s.connect(remote, gpu, linkNVL, bw)
 			}
 		}
 		return nil
@@ -457,8 +541,8 @@ func (s *System) addC2C(x *Node, parentBus string) error {
 			return nil
 		}
 		c2c := float32(float64(bw*count) / 1000.0)
-		connect(gpu, cpu, linkC2C, c2c)
-		connect(cpu, gpu, linkC2C, c2c)
+		s.connect(gpu, cpu, linkC2C, c2c)
+		s.connect(cpu, gpu, linkC2C, c2c)
 		return nil
 	}
 	bus := parentBus
@@ -481,7 +565,7 @@ func (s *System) addPCILinks(x *Node, parentBus string) {
 		target, _ := x.Get("target")
 		remote := s.find(nodePCI, topoID(0, busIDToInt64(target)))
 		if pci != nil && remote != nil {
-			connect(pci, remote, linkLOC, locBW)
+			s.connect(pci, remote, linkLOC, locBW)
 		}
 		return
 	}
@@ -572,6 +656,9 @@ func (s *System) remove(del *topoNode) {
 			n.links = kept
 		}
 	}
+	if s.ids[nodeKey{del.typ, del.id}] == del {
+		delete(s.ids, nodeKey{del.typ, del.id})
+	}
 	list := s.nodes[del.typ]
 	for i, n := range list {
 		if n == del {
@@ -582,42 +669,15 @@ func (s *System) remove(del *topoNode) {
 }
 
 // connectCPUs is ncclTopoConnectCpus: every pair of CPU nodes is joined by a SYS
-// link of the inter-CPU bandwidth (ncclTopoGetInterCpuBw).
+// link of the inter-CPU bandwidth (ncclTopoGetInterCpuBw, see interCPUBW).
 func (s *System) connectCPUs() {
 	for _, a := range s.nodes[nodeCPU] {
 		for _, b := range s.nodes[nodeCPU] {
 			if a != b {
-				connect(a, b, linkSYS, interCPUBW(a))
+				s.connect(a, b, linkSYS, interCPUBW(a, s.ver))
 			}
 		}
 	}
-}
-
-func interCPUBW(c *topoNode) float32 {
-	switch {
-	case c.arch == archPower:
-		return p9BW
-	case c.arch == archARM:
-		return armBW
-	case c.arch == archX86 && c.vendor == vendorIntel:
-		switch c.model {
-		case modelERP:
-			return erpQPIBW
-		case modelSRP:
-			return srpQPIBW
-		case modelSKL:
-			return sklQPIBW
-		}
-		return bdwQPIBW
-	case c.arch == archX86 && c.vendor == vendorAMD:
-		return amdBW
-	case c.arch == archX86 && c.vendor == vendorZhaoxin:
-		if c.model == modelYongfeng {
-			return yongfengBW
-		}
-		return zpiBW
-	}
-	return locBW
 }
 
 // sortLinks is ncclTopoSort: below each node the link to its parent moves last, so

@@ -135,23 +135,3 @@ const (
 	zpiBW       = 6.0
 	yongfengBW  = 9.0
 )
-
-// nvlinkBW is ncclTopoNVLinkBw (src/graph/topo.h): the bandwidth of one NVLink
-// for a compute capability.
-func nvlinkBW(sm int) float32 {
-	switch {
-	case sm >= 100:
-		return sm100NVLink
-	case sm == 90:
-		return sm90NVLink
-	case sm == 86:
-		return sm86NVLink
-	case sm >= 80:
-		return sm80NVLink
-	case sm >= 70:
-		return sm70NVLink
-	case sm >= 60:
-		return sm60NVLink
-	}
-	return sm80NVLink
-}

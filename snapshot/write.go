@@ -60,6 +60,11 @@ type Options struct {
 	// stored as p2pkit/nvml.json (see [RecordedNVML]); nil stores none. The
 	// caller redacts it (GPU UUIDs) unless NoRedact; the manifest lists "gpu_uuid".
 	NVML []byte
+	// NCCL is a JSON document of the host facts 'p2pcheck nccl' used (see
+	// [RecordedNCCL]), NCCLConf the NCCL configuration files it read; with them
+	// the capture keeps /sys/class/net and /sys/class/infiniband (see ncclFacts).
+	NCCL     []byte
+	NCCLConf []string
 }
 
 // Write is [WriteOptions] with the default options: redacted, no
@@ -105,6 +110,7 @@ func WriteOptions(src hostfs.Root, w io.Writer, opt Options) (Summary, error) {
 	c.platformFiles()
 	c.fixState()
 	c.devNodes()
+	c.ncclFacts(opt)
 	c.finish(opt)
 	return c.write(w)
 }

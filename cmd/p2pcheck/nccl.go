@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,24 +16,28 @@ import (
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/nccl"
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/render"
 )
 
 type ncclOptions struct {
-	global  *globalOptions
-	assume  []string
-	version string
-	lib     string
-	topoXML string
+	global    *globalOptions
+	assume    []string
+	version   string
+	lib       string
+	topoXML   string
+	topoFile  string
+	netPlugin string
+	logs      []string
 }
 
 func newNCCLCommand(o *globalOptions) *cobra.Command {
 	no := &ncclOptions{global: o}
 	cmd := &cobra.Command{
 		Use:   "nccl",
-		Short: "Predict how NCCL will move data here: P2P, SHM, network, GPUDirect RDMA, GDRCopy",
-		Long: `nccl predicts what NCCL will decide on this node, with the reason and the NCCL
-setting that would change it:
+		Short: "Predict how NCCL will move data here, or explain an NCCL log: P2P, SHM, network, GPUDirect RDMA, GDRCopy",
+		Long: `nccl predicts what NCCL will decide on this node, with the reason, the NCCL rule
+(function, file and line of the release) and the NCCL setting that would change it:
 
   - for each pair of GPUs, the transport: P2P over NVLink or PCIe (or through the
     copy engine with NCCL_P2P_USE_CUDA_MEMCPY=1), SHM through host memory, or the
@@ -47,27 +52,48 @@ lines it prints are those NCCL prints with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRA
 NCCL_* settings come from the environment, NCCL_CONF_FILE or ~/.nccl.conf, and
 /etc/nccl.conf, with NCCL's precedence; --assume NCCL_X=Y asks "what if". The NCCL
 release whose defaults apply is read from libnccl.so (--nccl-lib, or the usual
-places), else --nccl-version, else 2.28.9.
+places), else --nccl-version, else 2.28.9. A snapshot records the environment's
+NCCL_* variables, the interfaces, the libnccl.so found and the configuration
+files, so that nccl on it answers as it did live. A decision that rests on a
+fact that could not be read says so in the verdict: "P2P/CUMEM if NVLink between
+the GPUs (unknown: NVML not asked), else SHM/direct/direct".
 
 --topo-xml FILE writes NCCL's topology XML, the file NCCL_TOPO_DUMP_FILE writes
 and NCCL_TOPO_FILE reads ("-" for stdout).
 
-Exit codes: 0 the prediction was made (whatever it says), 3 p2pcheck could not
-evaluate, 64 usage error. See docs/nccl.md.`,
-		Example: "  p2pcheck nccl\n  p2pcheck nccl --assume NCCL_P2P_DISABLE=1\n  p2pcheck nccl --topo-xml topo.xml\n  p2pcheck nccl --snapshot node.tar.gz --nccl-version 2.28.9 --format json",
-		Args:    noArgs,
-		RunE:    func(*cobra.Command, []string) error { return no.run() },
+--topo-file FILE takes such an XML, NCCL's own dump for one, as the machine (with
+--assume for the job's settings, --nccl-version, and --net-plugin as NCCL's "Using
+network" line names the plugin).
+
+--log FILE (repeatable, "-" for standard input) explains NCCL_DEBUG=INFO logs of
+one or more ranks: the version, the settings NCCL printed, every channel's
+transport and every GPUDirect RDMA and GDRCopy line, each with the rule that made
+it and the setting that would change it; with --topo-file, or with the topology
+the log printed (NCCL_DEBUG_SUBSYS=GRAPH), it compares NCCL's decisions with the
+prediction and names every disagreement. Lines it does not know are listed as
+not understood.
+
+Exit codes: 0 the prediction or explanation was made (whatever it says), 3
+p2pcheck could not evaluate, 64 usage error. See docs/nccl.md.`,
+		Example: "  p2pcheck nccl\n  p2pcheck nccl --assume NCCL_P2P_DISABLE=1\n  p2pcheck nccl --topo-xml topo.xml\n" +
+			"  p2pcheck nccl --snapshot node.tar.gz --nccl-version 2.28.9 --format json\n" +
+			"  p2pcheck nccl --topo-file nccl-topo.xml --net-plugin IB --assume NCCL_P2P_LEVEL=SYS\n" +
+			"  p2pcheck nccl --log rank0.log --log rank1.log --topo-file nccl-topo.xml",
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error { return no.run() },
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&no.assume, "assume", nil, "what if `NCCL_X=Y` were set (repeatable; wins over the environment and config files)")
 	f.StringVar(&no.version, "nccl-version", "", "apply the defaults of this NCCL `X.Y.Z` (default: read from libnccl.so, else 2.28.9)")
 	f.StringVar(&no.lib, "nccl-lib", "", "read the NCCL version from this libnccl.so `FILE`")
 	f.StringVar(&no.topoXML, "topo-xml", "", "write NCCL's topology XML to `FILE` (\"-\": stdout) instead of the prediction")
+	f.StringVar(&no.topoFile, "topo-file", "", "take NCCL's topology XML `FILE` (NCCL_TOPO_DUMP_FILE's) as the machine")
+	f.StringVar(&no.netPlugin, "net-plugin", "", "with --topo-file: the network plugin as NCCL names it (`NAME`: IB, Socket, ...)")
+	f.StringArrayVar(&no.logs, "log", nil, "explain this NCCL_DEBUG=INFO log `FILE` (repeatable, \"-\": stdin)")
 	return cmd
 }
 
 func (no *ncclOptions) run() error {
-	o := no.global
 	assume := map[string]string{}
 	for _, a := range no.assume {
 		k, v, ok := strings.Cut(a, "=")
@@ -85,53 +111,33 @@ func (no *ncclOptions) run() error {
 		}
 		ver, verSrc = v, "--nccl-version"
 	}
+	switch {
+	case no.topoXML != "" && (no.topoFile != "" || len(no.logs) > 0):
+		return usageError("--topo-xml writes this machine's topology; it does not go with --topo-file or --log")
+	case no.netPlugin != "" && no.topoFile == "":
+		return usageError("--net-plugin goes with --topo-file")
+	case len(no.logs) > 0:
+		return no.runLog(assume, ver, verSrc)
+	case no.topoFile != "":
+		return no.runTopoFile(assume, ver, verSrc)
+	}
+	return no.runMachine(assume, ver, verSrc)
+}
+
+// runMachine predicts for the machine the flags name: live, a --root tree or a
+// snapshot, through the same reads.
+func (no *ncclOptions) runMachine(assume map[string]string, ver nccl.Version, verSrc string) error {
+	o := no.global
 	gpus := startNVML(o.nvmlSkip(), gpu.Probe)
 	n, err := o.loadWith(nodeOptions())
 	if err != nil {
 		return err
 	}
 	attachNVML(n, gpus)
-	live := o.snapshot == ""
-	env := map[string]string{}
-	var ifaces []nccl.Interface
-	if live && o.root == "/" {
-		for _, kv := range os.Environ() {
-			if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "NCCL_") {
-				env[k] = v
-			}
-		}
-		ifaces = liveInterfaces()
+	in, topo, err := no.machineInput(n, assume, ver, verSrc)
+	if err != nil {
+		return err
 	}
-	var files []nccl.ConfFile
-	if live {
-		home, _ := os.UserHomeDir()
-		merged := map[string]string{}
-		for k, v := range env {
-			merged[k] = v
-		}
-		for k, v := range assume {
-			merged[k] = v
-		}
-		for _, p := range nccl.ConfPaths(merged, home) {
-			if b, err := o.readNCCLConf(p); err == nil {
-				files = append(files, nccl.ConfFile{Path: p, Data: b})
-			}
-		}
-	}
-	set := nccl.ResolveSettings(assume, env, files)
-	var others []string
-	if verSrc == "" && live {
-		ver, verSrc, others = o.findLibVersion(no.lib)
-	}
-	if verSrc == "" {
-		ver, verSrc = nccl.DefaultVersion, "default (no libnccl.so found; --nccl-version to choose)"
-	}
-	m := nccl.FromNode(n, ifaces)
-	if live {
-		m.RDMARates = rdmaRates(o.root)
-	}
-	in, topo := m.Input(set, ver, verSrc)
-	in.Notes = append(in.Notes, others...)
 	if no.topoXML != "" {
 		o.printWarnings(n)
 		return no.writeTopoXML(topo)
@@ -140,13 +146,130 @@ func (no *ncclOptions) run() error {
 	if err != nil {
 		return noEvalError(err)
 	}
-	if o.format == "json" {
-		enc := json.NewEncoder(o.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+	if o.format != "json" {
+		o.printWarnings(n)
 	}
-	o.printWarnings(n)
-	_, err = fmt.Fprint(o.stdout, render.EscapeLines(r.Text()))
+	return o.writeNCCLReport(r)
+}
+
+// machineInput gathers what NCCL would see on the machine: the node, the host
+// facts (live or recorded), the configuration files, interfaces and RDMA rates
+// below the machine's root.
+func (no *ncclOptions) machineInput(n *node.Node, assume map[string]string, ver nccl.Version, verSrc string) (nccl.Input, *nccl.Node, error) {
+	o := no.global
+	root, err := o.openRoot()
+	if err != nil {
+		return nccl.Input{}, nil, err
+	}
+	defer root.Close()
+	host, recorded, err := o.ncclHost(root, no.lib)
+	if err != nil {
+		return nccl.Input{}, nil, noEvalError(err)
+	}
+	merged := maps.Clone(host.Env)
+	maps.Copy(merged, assume)
+	set := nccl.ResolveSettings(assume, host.Env, o.ncclConfFiles(root, nccl.ConfPaths(merged, host.Home)))
+	lib := host.Lib
+	if no.lib != "" && !o.ncclLive() {
+		lib = nil
+		if v, src, others := o.findLibVersion(no.lib); src != "" {
+			lib, recorded = &nccl.Lib{Version: v.String(), Path: src, Others: others}, false
+		}
+	}
+	var others []string
+	if verSrc == "" && lib != nil {
+		if v, err := nccl.ParseVersion(lib.Version); err == nil {
+			ver, verSrc, others = v, lib.Path, lib.Others
+			if recorded {
+				verSrc += ", as " + o.source() + " recorded it"
+			}
+		}
+	}
+	if verSrc == "" {
+		ver, verSrc = nccl.DefaultVersion, "default (no libnccl.so found; --nccl-version to choose)"
+	}
+	m := nccl.FromNode(n, ncclInterfaces(root, host.Interfaces))
+	m.RDMARates = ncclRDMARates(root)
+	in, topo := m.Input(set, ver, verSrc)
+	in.Notes = append(in.Notes, others...)
+	return in, topo, nil
+}
+
+// runTopoFile predicts for the machine an NCCL topology XML describes.
+func (no *ncclOptions) runTopoFile(assume map[string]string, ver nccl.Version, verSrc string) error {
+	root, err := no.global.readTopoFile(no.topoFile)
+	if err != nil {
+		return err
+	}
+	if verSrc == "" {
+		ver, verSrc = nccl.DefaultVersion, "default (--nccl-version to choose)"
+	}
+	in := nccl.FileInput(root, no.netPlugin, nccl.ResolveSettings(assume, nil, nil), ver, verSrc)
+	in.Notes = append(in.Notes, "the machine is "+no.topoFile+": only --assume gives NCCL's settings, and NVML's P2P status is not in the file")
+	r, err := nccl.Predict(in)
+	if err != nil {
+		return noEvalError(fmt.Errorf("%s: %w", no.topoFile, err))
+	}
+	return no.global.writeNCCLReport(r)
+}
+
+// readTopoFile reads and parses an NCCL topology XML a user named.
+func (o *globalOptions) readTopoFile(name string) (*nccl.Node, error) {
+	f, err := o.openInput(name, kindTopoFile)
+	if err != nil {
+		return nil, noEvalError(err)
+	}
+	defer f.Close()
+	root, err := nccl.ParseXML(f)
+	if err != nil {
+		return nil, noEvalError(fmt.Errorf("%s: %w", name, err))
+	}
+	return root, nil
+}
+
+// writeNCCLReport writes the prediction in the output format.
+func (o *globalOptions) writeNCCLReport(r *nccl.Report) error {
+	if o.format == "json" {
+		return r.WriteJSON(o.stdout)
+	}
+	w := &lineEscaper{w: o.stdout}
+	if err := r.WriteText(w); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// lineEscaper writes text line by line with non-printing runes escaped
+// (render.Escape), so that nothing a machine or a log holds reaches a terminal raw.
+type lineEscaper struct {
+	w    io.Writer
+	part []byte
+}
+
+func (l *lineEscaper) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			l.part = append(l.part, p...)
+			break
+		}
+		l.part = append(l.part, p[:i]...)
+		if _, err := io.WriteString(l.w, render.Escape(string(l.part))+"\n"); err != nil {
+			return 0, err
+		}
+		l.part, p = l.part[:0], p[i+1:]
+	}
+	return n, nil
+}
+
+// Close writes what is left of the last line.
+func (l *lineEscaper) Close() error {
+	if len(l.part) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(l.w, render.Escape(string(l.part)))
+	l.part = l.part[:0]
 	return err
 }
 
@@ -161,23 +284,6 @@ func (no *ncclOptions) writeTopoXML(topo *nccl.Node) error {
 		return noEvalError(err)
 	}
 	return nil
-}
-
-// readBounded reads at most limit bytes of the regular file path (a sysfs
-// attribute) with one read, as sysfs serves an attribute; anything but a regular
-// file is refused without blocking (hostfs.OpenNamed).
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := hostfs.OpenNamed(nil, path, hostfs.Kind{Name: "sysfs attribute", Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	buf := make([]byte, limit)
-	k, err := f.Read(buf)
-	if k == 0 && err != nil {
-		return nil, err
-	}
-	return buf[:k], nil
 }
 
 // libDirs are where libnccl.so is looked for, relative to the root, in order: the
@@ -273,45 +379,4 @@ func libVersion(r hostfs.Root, name string) (nccl.Version, bool, error) {
 	}
 	defer f.Close()
 	return nccl.FindVersion(f)
-}
-
-// rdmaRates reads the rate of each RDMA device's first port under root.
-func rdmaRates(root string) map[string]int {
-	rates := map[string]int{}
-	devs, _ := filepath.Glob(filepath.Join(root, "sys/class/infiniband/*/ports/1/rate"))
-	for _, f := range devs {
-		if b, err := readBounded(f, 128); err == nil {
-			if r := nccl.ParseRate(string(b)); r > 0 {
-				rates[filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(f))))] = r
-			}
-		}
-	}
-	return rates
-}
-
-// liveInterfaces lists this machine's network interfaces that are up with an
-// address, with the device each sits on (/sys/class/net/<name>/device).
-func liveInterfaces() []nccl.Interface {
-	var out []nccl.Interface
-	for _, ifc := range netInterfaces() {
-		x := nccl.Interface{Name: ifc}
-		base := filepath.Join("/sys/class/net", ifc)
-		if dev, err := filepath.EvalSymlinks(filepath.Join(base, "device")); err == nil {
-			if sub, err := filepath.EvalSymlinks(filepath.Join(dev, "subsystem")); err == nil {
-				x.Subsystem = filepath.Base(sub)
-			}
-			if x.Subsystem == "pci" {
-				if a, err := parseAddress(filepath.Base(dev)); err == nil {
-					x.PCI = &a
-				}
-			}
-		}
-		if b, err := readBounded(filepath.Join(base, "speed"), 64); err == nil {
-			if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > 0 {
-				x.Speed = v
-			}
-		}
-		out = append(out, x)
-	}
-	return out
 }

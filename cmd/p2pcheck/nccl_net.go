@@ -4,7 +4,6 @@ import (
 	"net"
 
 	"github.com/p2pkit/p2pkit/node"
-	"github.com/p2pkit/p2pkit/pcie"
 )
 
 // netInterfaces names the interfaces that are up and have an IPv4 or IPv6 address
@@ -33,8 +32,6 @@ func netInterfaces() []string {
 	}
 	return names
 }
-
-func parseAddress(s string) (pcie.Address, error) { return pcie.ParseAddress(s) }
 
 // nodeOptions are what nccl reads: the tree and the platform, no device names.
 func nodeOptions() node.Options { return node.Options{NoNames: true} }

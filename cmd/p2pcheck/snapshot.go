@@ -44,6 +44,7 @@ Any p2pcheck command reads the file back with --snapshot FILE.`,
 			defer src.Close()
 			var sum snapshot.Summary
 			opt := snapshot.Options{NoRedact: noRedact, NVML: o.nvmlRecord(!noRedact)}
+			opt.NCCL, opt.NCCLConf = o.ncclRecord()
 			capture := func(w io.Writer) (err error) {
 				sum, err = snapshot.WriteOptions(src, w, opt)
 				return err
