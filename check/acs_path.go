@@ -6,6 +6,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/provision"
 )
 
 // acsScan is what checkACSPath needs of the pairs.
@@ -113,11 +114,21 @@ func inPairOrder(m map[Capability]pair) []Capability {
 // route the physical traffic, so the check does not apply and offers no setpci;
 // NCCL's troubleshooting guide says a VM needs ACS enabled on the host and ATS
 // on the NICs.
+//
+// On a virtualization host (--virt-host, or found from the ConnectX NICs' ATS, as
+// `p2pcheck fix` finds it) redirect between peers is the isolation the VMs need:
+// the check does not apply there, and virt_host judges the translated path.
 func checkACSPath(f *Facts) Result {
-	r := Result{Refs: []string{docRef("acs_path"), refP2PDMA, refACSRedi, refNCCLVM}}
+	r := Result{Refs: []string{docRef("acs_path"), refP2PDMA, refACSRedi, refConfigACS, refNCCLVM}}
 	sc := f.scan()
 	if sc.n == 0 {
 		r.Status, r.Summary = Skip, noPairs
+		return r
+	}
+	use, why, useErr := f.use()
+	if useErr == nil && use == provision.ModeVirtHost && !f.Hypervisor() {
+		r.Status = Skip
+		r.Summary = "virtualization host (" + why + "): ACS redirect between peers is the isolation VMs need; virt_host judges the translated P2P path"
 		return r
 	}
 	s := &sc.acs
@@ -147,10 +158,15 @@ func checkACSPath(f *Facts) Result {
 		names := addrList(addrs)
 		r.Observed = "ACS redirect (RR/CR/EC) set on " + names
 		r.Expected = "no ACS redirect between peers below a common bridge"
-		r.Remediation = append(r.Remediation, "kernel command line: \""+p2pdma.KernelParam(addrs)+"\" (quote it: the ';' is part of it), or disable ACS in the BIOS")
-		r.Remediation = append(r.Remediation, setpciAll(addrs)+" (at run time, lost at reboot)")
+		r.Remediation = append(r.Remediation, f.bootFix(addrs), runtimeFix(addrs), biosNote)
 		if s.unknown > 0 {
 			r.Summary += fmt.Sprintf("; %d more pair(s) unknown", s.unknown)
+		}
+		if useErr != nil && !f.Hypervisor() {
+			// On a virtualization host the redirect is wanted: whether it is a
+			// fault depends on what the node is for.
+			r.Status = Unknown
+			r.Summary += "; whether that is a fault is unknown: " + useErr.Error()
 		}
 	case s.unknown > 0:
 		r.Status = Unknown
@@ -163,8 +179,42 @@ func checkACSPath(f *Facts) Result {
 		r.Summary = fmt.Sprintf("no ACS redirect between the %d peer pair(s)", sc.n)
 		r.Observed = "ACS redirect clear on every shared path"
 	}
+	if dd := f.dataDirect(); len(dd) > 0 {
+		r.Refs = append(r.Refs, refDataDirect)
+		r.Findings = append(r.Findings, dd...)
+		r.Status = worse(r.Status, Fail)
+		r.addBlocks(CapGDR)
+		r.Summary += fmt.Sprintf("; %d problem(s) on NVIDIA's Data Direct path", len(dd))
+		r.Remediation = append(r.Remediation, "Data Direct: p2pcheck fix --apply sets the shape's bits; p2pcheck fix --persist and a reboot give the IOMMU group")
+	}
 	return r
 }
+
+// bootFix is the boot-time fix of clearing RR, CR and EC on addrs, in the form the
+// analysed kernel parses, made by the one function `p2pcheck fix` makes it with
+// (provision.NewBootParam: pci=disable_acs_redir= up to 6.10, pci=config_acs= with
+// every bit from the fixed 6.12.23, 6.13.11, 6.14.2 and 6.15, none on the broken
+// parser between), or why no parameter keeps it.
+func (f *Facts) bootFix(addrs []pcie.Address) string {
+	b := provision.ClearRedirectParam(f.Node.Topology, f.Node.Release(), addrs)
+	if b.Usable() {
+		return "kernel command line: \"" + b.Param + "\" (quote it: the ';' is part of it; `p2pcheck fix --persist` writes it): " + b.Reason
+	}
+	return "no boot parameter keeps it (" + string(b.Form) + "): " + b.Reason
+}
+
+// runtimeFix is the run-time fix of clearing RR, CR and EC on addrs, with what
+// undoes it.
+func runtimeFix(addrs []pcie.Address) string {
+	return setpciAll(addrs) + " (or `p2pcheck fix --apply`) at run time: lost at reboot, and undone whenever " +
+		"the kernel restores a port's state (pci_restore_state() calls pci_enable_acs() on resume, runtime D3, " +
+		"AER or DPC recovery, a reset); acs_drift notices it"
+}
+
+// biosNote says why ACS off in the BIOS is no fix where an IOMMU is active.
+const biosNote = "ACS off in the BIOS does not stay off where an IOMMU is active: the kernel sets RR and CR " +
+	"again at boot (pci_std_enable_acs() in drivers/pci/pci.c); NCCL's troubleshooting guide names turning " +
+	"VT-d/IOMMU (IO virtualization) off in the BIOS as the firmware route, which drops the IOMMU's protection"
 
 // bridgeWhat describes a bridge: its port type and vendor:device.
 func bridgeWhat(d *pcie.Device) string {

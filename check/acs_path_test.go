@@ -9,7 +9,8 @@ import (
 )
 
 // TestDGXACS: ACS on the PEX downstream ports fails acs_path, naming those
-// bridges, with the kernel parameter and a setpci for each.
+// bridges, with the kernel parameter in the form `p2pcheck fix` writes for the
+// node's kernel (6.8: pci=disable_acs_redir= in the path form) and a setpci for each.
 func TestDGXACS(t *testing.T) {
 	r := report(t, "dgx-h100")
 	c := result(t, r, "acs_path")
@@ -23,7 +24,7 @@ func TestDGXACS(t *testing.T) {
 	if slices.Contains(c.Subjects, "0000:15:01.0") {
 		t.Errorf("acs_path names root port 0000:15:01.0, which the kernel does not test for these pairs")
 	}
-	if len(c.Remediation) < 2 || !strings.HasPrefix(c.Remediation[0], `kernel command line: "pci=disable_acs_redir=0000:17:00.0;`) ||
+	if len(c.Remediation) < 2 || !strings.HasPrefix(c.Remediation[0], `kernel command line: "pci=disable_acs_redir=0000:15:01.0/0.0/0.0;`) ||
 		!strings.Contains(c.Remediation[1], "setpci -s $b ECAP_ACS+6.w=0000:002c") {
 		t.Errorf("acs_path remediation = %q, want the kernel parameter then the setpci loop", c.Remediation)
 	}

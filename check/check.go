@@ -139,6 +139,8 @@ var catalogue = []Spec{
 	{"confidential_computing", "GPU confidential-computing mode", checkConfCompute},
 	{"iommu_mode", "IOMMU passthrough or translation", checkIOMMU},
 	{"acs_path", "ACS redirect on the bridges between peers", checkACSPath},
+	{"virt_host", "virtualization host: ATS, Direct Translated P2P, separate IOMMU groups", checkVirtHost},
+	{"acs_drift", "ACS as fix --apply or the boot parameter set it", checkACSDrift},
 	{"bar_sizes", "GPU BAR1 aperture and Resizable BAR", checkBARSizes},
 	{"pcie_link", "PCIe link speed and width on peer paths", checkPCIeLink},
 	{"aer_errors", "PCIe Advanced Error Reporting", checkAER},

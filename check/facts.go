@@ -8,6 +8,7 @@ import (
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/provision"
 )
 
 // Source says where the analysed machine came from.
@@ -56,6 +57,9 @@ type Inputs struct {
 	Probe *ProbeReport
 	// AER says how aer_errors judges the cumulative AER counters.
 	AER AERPolicy
+	// Use is what the node's devices are for, as --virt-host or --bare-metal says
+	// it; "" finds it from the ConnectX NICs' ATS capability (provision.DetectMode).
+	Use provision.Mode
 }
 
 // NCCLConf is an NCCL configuration file: "NAME=value" lines.
@@ -213,6 +217,19 @@ func NewFacts(n *node.Node, in Inputs) *Facts {
 		f.perRole[f.roles[i]]++
 	}
 	return f
+}
+
+// use returns what the node's devices are for and how that was decided: Inputs.Use,
+// else what `p2pcheck fix` finds (provision.DetectMode); an error when the NICs do
+// not tell.
+func (f *Facts) use() (provision.Mode, string, error) {
+	switch f.Use {
+	case provision.ModeVirtHost:
+		return f.Use, "--virt-host", nil
+	case provision.ModeBareMetal:
+		return f.Use, "--bare-metal", nil
+	}
+	return provision.DetectMode(f.Node.Topology.Devices, provision.FindShapes(f.Node.Topology))
 }
 
 // Arm64 reports whether the analysed machine is arm64 ([procfs.CPUInfo.Arm64]).

@@ -13,10 +13,11 @@ const (
 
 // References shared by several checks.
 const (
-	refP2PDMA  = "linux drivers/pci/p2pdma.c calc_map_type_and_dist()"
-	refACSRedi = "linux drivers/pci/pci.c pci_disable_acs_redir()"
-	refNCCLVM  = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html (PCI Access Control Services; virtual machines)"
-	refSysfs   = "linux Documentation/ABI/testing/sysfs-bus-pci"
+	refP2PDMA    = "linux drivers/pci/p2pdma.c calc_map_type_and_dist()"
+	refACSRedi   = "linux drivers/pci/pci.c pci_disable_acs_redir()"
+	refConfigACS = "linux drivers/pci/pci.c __pci_config_acs() (commits 47c8846a49ba, 9cf8a952d57b; docs/fix.md)"
+	refNCCLVM    = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html (PCI Access Control Services; virtual machines)"
+	refSysfs     = "linux Documentation/ABI/testing/sysfs-bus-pci"
 )
 
 // docRef is the reference to a check's page under docs/checks.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/p2pkit/p2pkit/gpu"
@@ -21,6 +22,11 @@ func (n *Node) snapshotFacts(root hostfs.Root, opt Options) {
 	if m != nil && m.TruncatedConfigs > 0 {
 		n.Warnings = append(n.Warnings, fmt.Errorf("node: the snapshot holds truncated config space for %d function(s): "+
 			"it was taken without root, which shows 64 bytes of config space; ACS, port types and extended capabilities are unknown", m.TruncatedConfigs))
+	}
+	if m != nil && m.Source == snapshot.SourceRDMATopo {
+		n.Warnings = append(n.Warnings, errors.New("node: an rdma_topo dump records no driver, BAR or /proc "+
+			"file and leaves out system functions such as the first function of a root bus, which the kernel's P2PDMA "+
+			"host-bridge whitelist reads: verdicts through a host bridge and whatever rests on a driver are not the machine's"))
 	}
 	if opt.NoGPU {
 		return

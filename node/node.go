@@ -49,8 +49,22 @@ type Node struct {
 	// unreadable /proc file, a missing pci.ids, per-device read errors.
 	Warnings []error
 
-	// kernel is Options.Kernel, which overrides Platform.Kernel in P2P.
-	kernel kversion.Version
+	// kernel is Options.Kernel, which overrides Platform.Kernel in P2P; release is
+	// the same with its patch number.
+	kernel, release kversion.Version
+}
+
+// Release returns the release of the analysed kernel with its patch number
+// (Options.Kernel when it was given, else /proc/version's), the zero Version when
+// unknown: what decides which boot parameters it parses (package provision).
+func (n *Node) Release() kversion.Version {
+	switch {
+	case !n.release.IsZero():
+		return n.release
+	case n.Platform.Kernel != nil:
+		return *n.Platform.Kernel
+	}
+	return kversion.Version{}
 }
 
 // P2P returns the platform inputs of the kernel's P2PDMA decision, derived from
@@ -78,13 +92,13 @@ var ErrBadKernelVersion = errors.New("node: bad kernel version")
 // all; everything else degrades into Warnings.
 func Load(root hostfs.Root, opt Options) (*Node, error) {
 	n := &Node{}
-	var override kversion.Version
+	var override, release kversion.Version
 	if opt.Kernel != "" {
 		v, err := kversion.Parse(opt.Kernel)
 		if err != nil {
 			return nil, fmt.Errorf("%w %q: %w", ErrBadKernelVersion, opt.Kernel, err)
 		}
-		override = v.Series()
+		override, release = v.Series(), v
 	}
 	var annotate func(*pcie.Topology) error
 	if !opt.NoNames {
@@ -109,7 +123,7 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		if err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
-		n.kernel = override
+		n.kernel, n.release = override, release
 	}
 	n.snapshotFacts(root, opt)
 	if annotate != nil {

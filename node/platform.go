@@ -27,7 +27,17 @@ type Platform struct {
 	// /sys/kernel/mm/memory_peers/<name>/version. Nil when the directory is absent.
 	MemoryPeers  map[string]string
 	KernelConfig procfs.KernelConfig // /proc/config.gz or /boot/config-<release>
+	// ACSApplied is the record `p2pcheck fix --apply` left of the ACS bits it set
+	// (run/p2pcheck/acs-applied.json, provision.StatePath), nil when absent.
+	ACSApplied []byte
 }
+
+// acsAppliedPath and acsAppliedLimit are where and how much of fix --apply's record
+// is read (provision.StatePath, which node does not import).
+const (
+	acsAppliedPath  = "run/p2pcheck/acs-applied.json"
+	acsAppliedLimit = 1 << 20
+)
 
 // ReadPlatform reads every platform fact beneath root, from /proc and /dev (package
 // procfs) and from /sys/kernel and /sys/class/iommu (package sysfs). Files that are
@@ -81,6 +91,9 @@ func ReadPlatform(root hostfs.Root) (Platform, error) {
 	p.MemoryPeers = peers
 	if k, err := proc.KernelConfig(); keep(err) {
 		p.KernelConfig = k
+	}
+	if b, err := root.ReadFile(acsAppliedPath, acsAppliedLimit); keep(err) {
+		p.ACSApplied = b
 	}
 	return p, errors.Join(errs...)
 }

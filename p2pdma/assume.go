@@ -1,7 +1,6 @@
 package p2pdma
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -127,9 +126,8 @@ func (a Assumptions) Topology(t *pcie.Topology) *pcie.Topology {
 	if a.ACS == ACSAsRead && len(a.ClearRedirect) == 0 {
 		return t
 	}
-	recs := make([]pcie.Record, len(t.Devices))
-	for i, d := range t.Devices {
-		recs[i] = d.Record
+	control := map[pcie.Address]uint16{}
+	for _, d := range t.Devices {
 		acs, known := d.ACS()
 		if !known || acs == nil {
 			continue
@@ -145,14 +143,9 @@ func (a Assumptions) Topology(t *pcie.Topology) *pcie.Topology {
 		if slices.Contains(a.ClearRedirect, d.Address) {
 			ctl &^= acsRedirectMask
 		}
-		at := int(acs.Offset) + 6
-		if ctl == acs.Control || at+2 > len(d.Record.Config) {
-			continue
-		}
-		recs[i].Config = slices.Clone(d.Record.Config)
-		binary.LittleEndian.PutUint16(recs[i].Config[at:], ctl)
+		control[d.Address] = ctl
 	}
-	return pcie.NewTopology(recs)
+	return t.WithACSControl(control)
 }
 
 // RedirectMask is the ACS Control bits whose being set makes

@@ -66,6 +66,7 @@ type Config struct {
 	ACS     *ACS           // ACS extended capability (0x0d)
 	ARI     bool           // ARI (0x0e) present
 	ATS     bool           // ATS (0x0f) present
+	ATSCap  *ATS           // ATS (0x0f) registers, when they lie inside the space
 	PRI     bool           // PRI (0x13) present
 	PASID   bool           // PASID (0x1b) present
 	AER     bool           // AER (0x01) present

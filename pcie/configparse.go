@@ -270,6 +270,9 @@ func (c *Config) decodeExt(s *space, id uint16, pos int) {
 		c.ARI = true
 	case ExtCapIDATS:
 		c.ATS = true
+		if c.ATSCap == nil {
+			c.ATSCap = parseATS(s, pos)
+		}
 	case ExtCapIDPRI:
 		c.PRI = true
 	case ExtCapIDPASID:

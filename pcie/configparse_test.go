@@ -199,6 +199,7 @@ func TestParseConfig(t *testing.T) {
 				c.Express = fullExpress
 				c.ACS = &ACS{Offset: 0x148, Capability: 0x005f, Control: 0x001d}
 				c.AER, c.ARI, c.ATS, c.PRI, c.PASID, c.DPC = true, true, true, true, true, true
+				c.ATSCap = &ATS{Offset: 0x160}
 				c.SRIOV = &SRIOVCap{Offset: 0x200, TotalVFs: 64, NumVFs: 8, Offset1: 2, Stride: 1, VFDevice: 0x101e}
 				c.ReBAR = []ResizableBAR{
 					{BAR: 0, Supported: []uint64{1 << 20, 2 << 20, 4 << 20}, Current: 4 << 20},

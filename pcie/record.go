@@ -51,6 +51,10 @@ type Record struct {
 
 	AER *AERCounts // aer_dev_* totals, nil when the kernel exposes none
 
+	// VPD is the vpd attribute as read (see ParseVPD), nil when not read: sysfs
+	// reads it only for NVIDIA networking functions, and only root may.
+	VPD []byte
+
 	// Extra records names sysfs links to this function: network interfaces (net/*),
 	// RDMA devices (infiniband/*), NVMe controllers (nvme/*), DRM cards.
 	NetDevs  []string

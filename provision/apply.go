@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
 
@@ -23,14 +22,16 @@ type Done struct {
 
 // Apply performs the plan's runtime actions, in order, under root (the directory
 // that stands for /), each a read-modify-write of ACS Control through sysfs config
-// that clears RR, CR and EC and keeps every other bit, read back at once. It goes on
-// after a failed action and returns one Done per action; ok is false when any failed.
+// that sets the bits of the action's mask as planned and keeps every other bit, read
+// back at once. It goes on after a failed action and returns one Done per action; ok
+// is false when any failed.
 func Apply(root string, p Plan) (done []Done, ok bool) {
 	ok = true
 	for _, a := range p.Actions {
-		w, err := sysfs.ClearACSControl(root, a.Device.Address, a.CapOffset, p2pdma.RedirectMask)
-		if err == nil && w.After&p2pdma.RedirectMask != 0 {
-			err = fmt.Errorf("%w: %s ACS Control %#04x after clearing %#04x", ErrReadBack, a.Device.Address, w.After, p2pdma.RedirectMask)
+		want := a.Planned & a.Mask
+		w, err := sysfs.WriteACSControl(root, a.Device.Address, a.CapOffset, a.Mask, want)
+		if err == nil && w.After&a.Mask != want {
+			err = fmt.Errorf("%w: %s ACS Control %#04x, want %#04x in the bits of %#04x", ErrReadBack, a.Device.Address, w.After, want, a.Mask)
 		}
 		if err != nil {
 			ok = false

@@ -1,24 +1,62 @@
-// Package provision plans and performs what makes a node's peer paths P2P-ready:
-// clearing ACS redirect (RR, CR and EC in ACS Control, the bits
-// pci_bridge_has_acs_redir() in drivers/pci/p2pdma.c tests) on exactly the functions
-// that stand between the peers of interest, the boot parameter that keeps it so,
-// and the advice it never applies itself. It is what `p2pcheck fix` runs.
+// Package provision plans and performs what makes a node's peer paths ready for the
+// use the node is for, and is what `p2pcheck fix` runs:
+//
+//   - on bare metal, ACS redirect cleared (RR, CR and EC in ACS Control, the bits
+//     pci_bridge_has_acs_redir() in drivers/pci/p2pdma.c tests) on exactly the
+//     functions the kernel checks between the peers of interest;
+//   - on a virtualization host, isolation kept (SV, RR, CR and UF, what
+//     pci_device_group() in drivers/iommu/iommu.c needs for separate IOMMU groups)
+//     and ACS Direct Translated P2P set where a peer with ATS sends translated
+//     requests, so that passthrough devices reach each other with addresses the
+//     IOMMU translated;
+//   - on NVIDIA's platform shapes (see [Shape]), the per-port bits the shape needs;
+//
+// then the boot parameter that keeps it, in the form the kernel parses
+// ([NewBootParam]), the IOMMU groups a reboot with it gives (package iommugroup),
+// and the advice it never applies itself.
 //
 // Planning is pure: [NewPlan] works on a [pcie.Topology] and the P2PDMA platform
 // facts, and predicts each pair's verdict after the runtime actions with the same
-// engine as `p2pcheck pairs --assume` ([p2pdma.Assumptions]). [Apply] performs the
-// runtime actions through sysfs config files ([sysfs.ClearACSControl]); the caller
-// then reads the machine again and compares ([Plan.Compare]).
+// engine as `p2pcheck pairs --assume`. [Apply] performs the runtime actions through
+// sysfs config files ([sysfs.WriteACSControl]); the caller then reads the machine
+// again and compares ([Plan.Compare]).
 package provision
 
 import (
 	"fmt"
 	"slices"
-	"strings"
 
+	"github.com/p2pkit/p2pkit/iommugroup"
+	"github.com/p2pkit/p2pkit/kversion"
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pcie"
 )
+
+// Mode is what the host's devices are for.
+type Mode string
+
+// The modes.
+const (
+	// ModeBareMetal: the host's own drivers use the devices (a training node);
+	// peers reach each other by bus address once ACS redirect is off between them.
+	ModeBareMetal Mode = "bare-metal"
+	// ModeVirtHost: the host passes devices to VMs, which need separate IOMMU
+	// groups; peers reach each other with translated addresses (ATS and Direct
+	// Translated P2P).
+	ModeVirtHost Mode = "virt-host"
+)
+
+// Options say what a plan is for.
+type Options struct {
+	Mode Mode // "" is ModeBareMetal
+	// Kernel is the release the boot parameter is for (the running kernel's, or
+	// --kernel-version); the zero Version is unknown.
+	Kernel kversion.Version
+	// IOMMU is set when an IOMMU is active: the kernel then enables ACS at boot
+	// (pci_std_enable_acs() in drivers/pci/pci.c sets the SV, RR, CR and UF the
+	// capability offers), and IOMMU groups exist.
+	IOMMU bool
+}
 
 // Pair is one ordered pair of interest.
 type Pair struct {
@@ -28,53 +66,81 @@ type Pair struct {
 	Before, Predicted p2pdma.Verdict
 }
 
-// Action clears ACS redirect on one function: the runtime action.
+// Action changes ACS Control of one function: the runtime action.
 type Action struct {
 	Device *pcie.Device
 	// CapOffset is the offset of the ACS capability; ACS Control is at CapOffset+6.
 	CapOffset uint16
-	// Control is ACS Control as read, Planned the value after clearing RR, CR and EC.
-	Control, Planned uint16
+	// Control is ACS Control as read, Planned the value after the action: Control
+	// with the bits of Mask set as in Planned.
+	Control, Planned, Mask uint16
 	// Setpci is the equivalent setpci command.
 	Setpci string
+	// Why says what the change is for.
+	Why string
 	// Pairs counts the pairs of interest whose path it stands on.
 	Pairs int
 	// IOMMUGroups are the groups of the function and of every function below it,
-	// ascending: the isolation the change gives up once groups are formed again at
-	// the next boot with the boot parameter.
+	// ascending, as read.
 	IOMMUGroups []int
 }
 
 // Plan is what `p2pcheck fix` would do, in causal order: the runtime actions, then
 // the boot parameter that makes them persistent.
 type Plan struct {
+	Mode    Mode
 	Pairs   []Pair
 	Actions []Action
-	// KernelParam is pci=disable_acs_redir= for the functions of Actions in the path
-	// form (see DeviceSpec); empty when there is nothing to do.
-	KernelParam string
+	// Boot is the boot parameter that keeps the plan (or why none does), for the
+	// kernel of Options.Kernel. Its Form is FormNone when there is nothing to keep.
+	Boot BootParam
+	// Shapes are the NVIDIA platform shapes found (see FindShapes).
+	Shapes []Shape
+	// GroupsAfter is the IOMMU grouping a reboot with Boot gives, predicted with
+	// the kernel's rules (package iommugroup); nil without an IOMMU or when no
+	// parameter keeps the plan (the groups then stay as they are).
+	GroupsAfter *iommugroup.Prediction
+	// GroupsDiffer lists where the kernel's groups as read differ from the
+	// prediction for the ACS values as read: a device quirk the prediction does not
+	// model, which makes GroupsAfter uncertain.
+	GroupsDiffer []iommugroup.Mismatch
+	// Notes are what the plan cannot do, in order (a port without Direct
+	// Translated P2P, a shape's requirement).
+	Notes []string
 	// Unknown lists why pairs could not be evaluated (facts not read, usually config
 	// space without root); a plan with unknowns is incomplete.
 	Unknown []string
+	// Decided are the bits the plan decides on every function it touches, in
+	// address order, whether or not they already hold: what `fix --apply` records
+	// for the report's acs_drift check.
+	Decided []Decision
 }
 
-// interesting decides which pairs are of interest: GPU and NIC, GPU and NVMe, GPU and GPU,
-// and a p2pmem provider with any other device of interest, both ways.
+// Decision is the bits of Mask that ACS Control of a function must hold as in Value.
+type Decision struct {
+	Address     pcie.Address
+	Mask, Value uint16
+}
+
+// interesting decides which pairs are of interest: GPU and NIC (or a NIC's Data
+// Direct function), GPU and NVMe, GPU and GPU, and a p2pmem provider with any other
+// device of interest, both ways.
 func interesting(a, b *pcie.Device) bool {
+	nicLike := func(d *pcie.Device) bool { return d.IsNIC() || d.IsNVMe() || IsDataDirect(d) }
 	switch {
 	case a.P2PMem != nil || b.P2PMem != nil:
 		return true
-	case a.IsGPU() && (b.IsGPU() || b.IsNIC() || b.IsNVMe()):
+	case a.IsGPU() && (b.IsGPU() || nicLike(b)):
 		return true
-	case b.IsGPU() && (a.IsNIC() || a.IsNVMe()):
+	case b.IsGPU() && nicLike(a):
 		return true
 	}
 	return false
 }
 
 // PairsOfInterest returns the ordered pairs of distinct functions of devs that the
-// fix is about (GPU<->NIC, GPU<->NVMe, GPU<->GPU, p2pmem provider<->any other),
-// provider-major in the order of devs.
+// fix is about (GPU<->NIC or Data Direct function, GPU<->NVMe, GPU<->GPU, p2pmem
+// provider<->any other), provider-major in the order of devs.
 func PairsOfInterest(devs []*pcie.Device) [][2]*pcie.Device {
 	var out [][2]*pcie.Device
 	for _, a := range devs {
@@ -101,65 +167,119 @@ func AllPairs(devs []*pcie.Device) [][2]*pcie.Device {
 	return out
 }
 
-// NewPlan evaluates pairs on t and plans the runtime actions: every function that a
-// pair's verdict names in ACSRedirect (the kernel's own list of what to put in
-// pci=disable_acs_redir=) gets RR, CR and EC cleared, in address order. It then
-// predicts each pair's verdict with those cleared ([p2pdma.Assumptions]).
-func NewPlan(t *pcie.Topology, plat p2pdma.Platform, pairs [][2]*pcie.Device) Plan {
-	var p Plan
+// NewPlan evaluates pairs on t and plans, for the mode of opt, the ACS Control each
+// function on their paths must hold: the generic rule of the mode for every pair,
+// then the bits of the NVIDIA shapes t has. Functions whose value changes become
+// the runtime actions, in address order; those whose value a reboot would not give
+// (the kernel's own at boot differs) are named in the boot parameter. Each pair's
+// verdict is then predicted with the planned values.
+func NewPlan(t *pcie.Topology, plat p2pdma.Platform, pairs [][2]*pcie.Device, opt Options) Plan {
+	p := Plan{Mode: opt.Mode, Shapes: FindShapes(t)}
+	if p.Mode == "" {
+		p.Mode = ModeBareMetal
+	}
 	calc := p2pdma.NewCalculator(t, plat)
-	count := map[pcie.Address]int{}
+	w := wants{}
 	for _, pr := range pairs {
 		v := calc.Calc(pr[0], pr[1])
 		p.Pairs = append(p.Pairs, Pair{Provider: pr[0], Client: pr[1], Before: v})
 		if v.MapType == p2pdma.Unknown {
 			p.Unknown = append(p.Unknown, fmt.Sprintf("%s -> %s: %s", v.Provider, v.Client, v.Reason))
-		}
-		for _, a := range v.ACSRedirect {
-			count[a]++
-		}
-	}
-	var clear []pcie.Address
-	for a, n := range count {
-		d := t.Device(a)
-		acs, _ := d.ACS()
-		if acs == nil { // ACSRedirect names only functions whose ACS was read
 			continue
 		}
-		p.Actions = append(p.Actions, Action{
-			Device: d, CapOffset: acs.Offset, Control: acs.Control,
-			Planned: acs.Control &^ p2pdma.RedirectMask,
-			Setpci:  fmt.Sprintf("setpci -s %s ECAP_ACS+6.w=0000:%04x", a, p2pdma.RedirectMask),
-			Pairs:   n, IOMMUGroups: groupsBelow(t, d),
-		})
-		clear = append(clear, a)
+		if p.Mode == ModeVirtHost {
+			p.Notes = append(p.Notes, w.virtHost(t, pr[0], pr[1])...)
+		} else {
+			w.bareMetal(t, pr[0], pr[1])
+		}
 	}
-	slices.SortFunc(p.Actions, func(x, y Action) int { return x.Device.Address.Compare(y.Device.Address) })
-	slices.SortFunc(clear, func(x, y pcie.Address) int { return x.Compare(y) })
-	specs := make([]string, len(p.Actions))
-	for i, a := range p.Actions {
-		specs[i] = DeviceSpec(a.Device)
+	for _, s := range p.Shapes {
+		p.Notes = append(p.Notes, s.plan(w, p.Mode)...)
 	}
-	if len(specs) > 0 {
-		p.KernelParam = "pci=disable_acs_redir=" + strings.Join(specs, ";")
-	}
-	p.predict(t, plat, clear)
+	p.Notes = dedupe(p.Notes)
+	planned := p.actions(t, w, opt)
+	p.predict(t, plat, planned)
+	p.groups(t, opt)
 	return p
 }
 
-// predict fills Pair.Predicted: the verdicts on t with redirect cleared on clear.
-func (p *Plan) predict(t *pcie.Topology, plat p2pdma.Platform, clear []pcie.Address) {
-	if len(clear) == 0 {
+// actions turns the wanted bits into the runtime actions and the boot parameter,
+// and returns the planned value of every function the plan decides.
+func (p *Plan) actions(t *pcie.Topology, w wants, opt Options) map[pcie.Address]uint16 {
+	planned := map[pcie.Address]uint16{}
+	var boot []Setting
+	for _, d := range t.Devices {
+		x := w[d]
+		acs, _ := d.ACS()
+		if x == nil || acs == nil {
+			continue
+		}
+		v := acs.Control&^x.mask | x.value&x.mask
+		planned[d.Address] = v
+		p.Decided = append(p.Decided, Decision{Address: d.Address, Mask: x.mask, Value: x.value & x.mask})
+		if at := bootDefault(acs, opt.IOMMU); v != at {
+			boot = append(boot, Setting{Device: d, Control: at, Planned: v})
+		}
+		if v == acs.Control {
+			continue
+		}
+		p.Actions = append(p.Actions, Action{
+			Device: d, CapOffset: acs.Offset, Control: acs.Control, Planned: v, Mask: x.mask,
+			Setpci: Setpci(d.Address, x.mask, v), Why: x.why, Pairs: x.pairs, IOMMUGroups: groupsBelow(t, d),
+		})
+	}
+	p.Boot = NewBootParam(opt.Kernel, boot)
+	return planned
+}
+
+// bootDefault is ACS Control as the kernel leaves it at boot without a parameter:
+// with an IOMMU, pci_std_enable_acs() (drivers/pci/pci.c) adds the SV, RR, CR and UF
+// the capability offers to what the firmware left, which is taken to be the value
+// read less a change made since; without one, the firmware's value, the value read.
+func bootDefault(acs *pcie.ACS, iommu bool) uint16 {
+	if !iommu {
+		return acs.Control
+	}
+	return acs.Control | acs.Capability&iommugroup.ReqACSFlags
+}
+
+// predict fills Pair.Predicted: the verdicts on t with the planned values.
+func (p *Plan) predict(t *pcie.Topology, plat p2pdma.Platform, planned map[pcie.Address]uint16) {
+	after := t.WithACSControl(planned)
+	if after == t {
 		for i := range p.Pairs {
 			p.Pairs[i].Predicted = p.Pairs[i].Before
 		}
 		return
 	}
-	after := p2pdma.Assumptions{ClearRedirect: clear}.Topology(t)
 	calc := p2pdma.NewCalculator(after, plat)
 	for i := range p.Pairs {
 		p.Pairs[i].Predicted = calc.Calc(after.Device(p.Pairs[i].Provider.Address), after.Device(p.Pairs[i].Client.Address))
 	}
+}
+
+// groups predicts the IOMMU groups after a reboot with the boot parameter: every ACS
+// function at the kernel's boot value, those the parameter names at the value it
+// gives them.
+func (p *Plan) groups(t *pcie.Topology, opt Options) {
+	if !opt.IOMMU {
+		return
+	}
+	p.GroupsDiffer = iommugroup.Check(t, iommugroup.Predict(t))
+	if !p.Boot.Usable() {
+		return
+	}
+	boot := map[pcie.Address]uint16{}
+	for _, d := range t.Devices {
+		if acs, _ := d.ACS(); acs != nil {
+			boot[d.Address] = bootDefault(acs, true)
+		}
+	}
+	for _, s := range p.Boot.Boot {
+		boot[s.Device.Address] = s.Planned
+	}
+	g := iommugroup.Predict(t.WithACSControl(boot))
+	p.GroupsAfter = &g
 }
 
 // groupsBelow returns the IOMMU groups of d and of every function below it.
@@ -185,36 +305,6 @@ func below(x, d *pcie.Device) bool {
 		}
 	}
 	return false
-}
-
-// DeviceSpec returns the device specifier of d for pci=disable_acs_redir= in the
-// path form that pci_dev_str_match_path() in drivers/pci/pci.c matches
-// (Documentation/admin-guide/kernel-parameters.txt, "pci="): the function on the
-// root bus above d with its domain and bus, then the device.function of each
-// function on the way down to d, "0000:15:01.0/0.0/1.0". Only the root bus number
-// appears, and root buses are numbered by the firmware (ACPI _BBN), not by the
-// kernel's enumeration: a card added, removed or given more buses elsewhere
-// renumbers the buses below a root port, which would make a plain address name
-// another function or none, but leaves the path the same. A function whose path to
-// the root bus was not read in full gets its plain address.
-func DeviceSpec(d *pcie.Device) string {
-	var chain []*pcie.Device
-	for x := d; x != nil; x = x.Upstream() {
-		if x.PathIncomplete || len(chain) > 256 {
-			return d.Address.String()
-		}
-		chain = append(chain, x)
-	}
-	top := chain[len(chain)-1]
-	if top.HostBridge == nil || top.Address.Bus != top.HostBridge.Bus {
-		return d.Address.String()
-	}
-	var b strings.Builder
-	b.WriteString(top.Address.String())
-	for i := len(chain) - 2; i >= 0; i-- {
-		fmt.Fprintf(&b, "/%x.%x", chain[i].Address.Device, chain[i].Address.Function)
-	}
-	return b.String()
 }
 
 // Changed reports whether the runtime actions change the verdict of any pair.
@@ -259,4 +349,14 @@ func (p Plan) Compare(after *pcie.Topology, plat p2pdma.Platform) (verdicts []p2
 		}
 	}
 	return verdicts, mismatched
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -26,6 +26,11 @@ func load(t *testing.T, root string) *node.Node {
 	return testnode.Root(t, root, node.Options{NoNames: true})
 }
 
+// optionsOf is what p2pcheck fix passes for a bare-metal plan of n.
+func optionsOf(n *node.Node) Options {
+	return Options{Kernel: n.Release(), IOMMU: len(n.Platform.IOMMUGroups) > 0}
+}
+
 func addrs(ds []Action) []string {
 	out := make([]string, len(ds))
 	for i, a := range ds {
@@ -41,7 +46,7 @@ func addrs(ds []Action) []string {
 // root port.
 func TestPlanDGX(t *testing.T) {
 	n := load(t, writeMachine(t, "dgx-h100"))
-	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()), optionsOf(n))
 	var want []string
 	for _, d := range n.Topology.Devices {
 		if pt, _ := d.PortType(); pt == pcie.PortDownstream && d.Vendor == 0x1000 {
@@ -92,9 +97,9 @@ func rootOf(d *pcie.Device) *pcie.Device {
 // peers (the root ports are above every common bridge).
 func TestPlanNothingToDo(t *testing.T) {
 	n := load(t, writeMachine(t, "dgx-h100-acs-off"))
-	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
-	if len(plan.Actions) != 0 || plan.KernelParam != "" || plan.GrubDropIn() != "" || plan.Changed() {
-		t.Errorf("plan has actions %q, parameter %q", addrs(plan.Actions), plan.KernelParam)
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()), optionsOf(n))
+	if len(plan.Actions) != 0 || plan.Boot.Param != "" || plan.GrubDropIn() != "" || plan.Changed() {
+		t.Errorf("plan has actions %q, parameter %q", addrs(plan.Actions), plan.Boot.Param)
 	}
 	if r := plan.NewReport(true, nil, nil, nil); r.Result != ResultNothingToDo || r.ExitCode != 0 {
 		t.Errorf("report: %s, exit %d", r.Result, r.ExitCode)
@@ -104,7 +109,7 @@ func TestPlanNothingToDo(t *testing.T) {
 // TestPlanUnread: without root, ACS Control is unknown and the plan says so.
 func TestPlanUnread(t *testing.T) {
 	n := load(t, writeMachine(t, "dgx-h100-nonroot"))
-	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()), optionsOf(n))
 	if len(plan.Unknown) == 0 || len(plan.Actions) != 0 {
 		t.Fatalf("unknowns %d, actions %q", len(plan.Unknown), addrs(plan.Actions))
 	}
@@ -118,7 +123,7 @@ func TestPlanUnread(t *testing.T) {
 func TestGrubDropIn(t *testing.T) {
 	root := writeMachine(t, "dgx-h100")
 	n := load(t, root)
-	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()), optionsOf(n))
 	testsupport.Golden(t, "testdata/dgx-h100.grub.cfg", []byte(plan.GrubDropIn()))
 	if err := plan.WriteDropIn(root); err != nil {
 		t.Fatal(err)
@@ -135,7 +140,7 @@ func TestGrubDropIn(t *testing.T) {
 func TestApply(t *testing.T) {
 	root := writeMachine(t, "dgx-h100")
 	n := load(t, root)
-	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()), optionsOf(n))
 	done, ok := Apply(root, plan)
 	if !ok || len(done) != len(plan.Actions) {
 		t.Fatalf("apply: ok %v, %d of %d done", ok, len(done), len(plan.Actions))
@@ -157,7 +162,7 @@ func TestApply(t *testing.T) {
 	if r.Result != ResultFixed || r.ExitCode != 0 || len(r.Warnings) != 1 {
 		t.Errorf("report: %s, exit %d, warnings %q", r.Result, r.ExitCode, r.Warnings)
 	}
-	again := NewPlan(n2.Topology, n2.P2P(), PairsOfInterest(n2.Interesting()))
+	again := NewPlan(n2.Topology, n2.P2P(), PairsOfInterest(n2.Interesting()), optionsOf(n2))
 	if len(again.Actions) != 0 || again.Changed() {
 		t.Errorf("second plan: actions %q", addrs(again.Actions))
 	}
@@ -171,7 +176,7 @@ func TestApply(t *testing.T) {
 func TestApplyFailure(t *testing.T) {
 	root := writeMachine(t, "dgx-h100")
 	n := load(t, root)
-	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()))
+	plan := NewPlan(n.Topology, n.P2P(), PairsOfInterest(n.Interesting()), optionsOf(n))
 	first := plan.Actions[0].Device.Address.String()
 	if err := os.Remove(filepath.Join(root, "sys/bus/pci/devices", first, "config")); err != nil {
 		t.Fatal(err)

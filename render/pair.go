@@ -19,6 +19,10 @@ type PairReport struct {
 	Reverse p2pdma.Verdict
 	// NVSMI and NCCL are the path classes as nvidia-smi and NCCL name them.
 	NVSMI, NCCL string
+	// BootFix is the boot-time fix for the analysed kernel, as `p2pcheck fix` makes
+	// it (provision.NewBootParam): the parameter, or why none keeps it; empty gives
+	// the kernel's own suggestion (Verdict.Fix.KernelParam).
+	BootFix string
 }
 
 // PairText explains one pair hop by hop: each function on the path with its port
@@ -92,7 +96,11 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 	}
 	if v.Fix != nil {
 		p.line("")
-		p.line("fix (boot):      add the kernel parameter " + s.bold(`"`+v.Fix.KernelParam()+`"`))
+		if r.BootFix != "" {
+			p.line("fix (boot):      " + s.bold(Escape(r.BootFix)))
+		} else {
+			p.line("fix (boot):      add the kernel parameter " + s.bold(`"`+v.Fix.KernelParam()+`"`))
+		}
 		for i, c := range v.Fix.Setpci() {
 			label := "fix (runtime):   "
 			if i > 0 {
@@ -100,7 +108,7 @@ func PairText(w io.Writer, r PairReport, s Style) error {
 			}
 			p.line(label + s.bold(c))
 		}
-		p.line(s.dim("                 (both loosen IOMMU isolation; the runtime form is lost at reboot)"))
+		p.line(s.dim("                 (both loosen IOMMU isolation; the runtime form is lost at reboot and undone when the kernel restores the port's state)"))
 	}
 	return p.done()
 }

@@ -87,7 +87,7 @@ func TestPairText(t *testing.T) {
 				`fix (boot):      add the kernel parameter "pci=disable_acs_redir=0000:19:00.0;0000:19:01.0"`,
 				"fix (runtime):   setpci -s 0000:19:00.0 ECAP_ACS+6.w=0000:002c",
 				"                 setpci -s 0000:19:01.0 ECAP_ACS+6.w=0000:002c",
-				"                 (both loosen IOMMU isolation; the runtime form is lost at reboot)",
+				"                 (both loosen IOMMU isolation; the runtime form is lost at reboot and undone when the kernel restores the port's state)",
 			},
 			notWant: []string{"reverse", "unknown:"},
 		},

@@ -12,10 +12,12 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/hostfs"
+	"github.com/p2pkit/p2pkit/rdmatopo"
 )
 
 // Open loads the gzip'd tar file at path, written by [Write] or by hand from a
-// root's sys/, proc/ and dev/ trees, into a root held in memory.
+// root's sys/, proc/ and dev/ trees, into a root held in memory. A file that holds
+// rdma-core's "rdma_topo dump" JSON instead is read with package rdmatopo.
 func Open(path string) (hostfs.Root, error) {
 	return OpenBudget(path, hostfs.DefaultBudget)
 }
@@ -27,7 +29,15 @@ func OpenBudget(path string, b hostfs.Budget) (hostfs.Root, error) {
 		return hostfs.Root{}, fmt.Errorf("snapshot: %w", err)
 	}
 	defer f.Close()
-	root, err := ReadBudget(bufio.NewReader(f), b)
+	br := bufio.NewReader(f)
+	if head, _ := br.Peek(64); rdmatopo.IsDump(head) {
+		root, err := rdmatopo.Read(br)
+		if err != nil {
+			return hostfs.Root{}, fmt.Errorf("snapshot: %w (in %s)", err, path)
+		}
+		return root, nil
+	}
+	root, err := ReadBudget(br, b)
 	if err != nil {
 		return hostfs.Root{}, fmt.Errorf("%w (in %s)", err, path)
 	}

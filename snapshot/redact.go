@@ -32,8 +32,10 @@ const redactedHost = "redacted-hostname"
 // Snapshots made before it existed have none.
 type Manifest struct {
 	// Redacted lists what the capture removed or replaced: "device_serial_number"
-	// (the DSN capability's serial, zeroed in config), "vpd" and "serial_number"
-	// (files not captured), "hostname" (replaced by "redacted-hostname") and, with
+	// (the DSN capability's serial, zeroed in config), "vpd" (captured only for
+	// NVIDIA networking functions, vendor 0x15b3, with the serial number and board
+	// UUID keywords SN and V3 replaced by pseudonyms and read-write fields zeroed),
+	// "serial_number" (file not captured), "hostname" (replaced by "redacted-hostname") and, with
 	// NVML facts, "gpu_uuid" (replaced by the caller, see Options.NVML).
 	// Empty when captured with --no-redact.
 	Redacted []string `json:"redacted"`
@@ -45,16 +47,21 @@ type Manifest struct {
 	TruncatedConfigs int `json:"truncated_configs"`
 	// NVML is set when p2pkit/nvml.json holds the NVML facts of the machine.
 	NVML bool `json:"nvml"`
+	// Source names a capture that is not a p2pcheck snapshot: "rdma_topo dump" for
+	// rdma-core's JSON capture read by package rdmatopo. Empty for a snapshot.
+	Source string `json:"source,omitempty"`
 }
+
+// SourceRDMATopo is Manifest.Source of an rdma_topo dump.
+const SourceRDMATopo = "rdma_topo dump"
 
 // redactedItems is Manifest.Redacted of a redacted capture.
 var redactedItems = []string{"device_serial_number", "vpd", "serial_number", "hostname"}
 
-// identifying reports the attribute files a redacted capture leaves out: vpd (the
-// Vital Product Data, with its serial number field; reading it is also slow and has
-// hung some devices) and serial_number (the Device Serial Number, drivers/pci/pci-sysfs.c
-// serial_number_show).
-func identifying(name string) bool { return name == "vpd" || name == "serial_number" }
+// identifying reports the attribute files a redacted capture leaves out:
+// serial_number (the Device Serial Number, drivers/pci/pci-sysfs.c
+// serial_number_show). The vpd attribute is captured redacted (see vpd.go).
+func identifying(name string) bool { return name == "serial_number" }
 
 // config copies a function's config file, with its Device Serial Number zeroed when
 // redacting, and counts it when the kernel showed less than its standard 256 bytes.

@@ -108,6 +108,7 @@ func WriteOptions(src hostfs.Root, w io.Writer, opt Options) (Summary, error) {
 	c.pciFunctions()
 	c.procFiles()
 	c.platformFiles()
+	c.fixState()
 	c.devNodes()
 	c.ncclFacts(opt)
 	c.finish(opt)
@@ -130,6 +131,7 @@ type capture struct {
 	skipped  []error
 	redact   bool
 	manifest Manifest
+	vpdNames map[string]string // pseudonyms of VPD serials, by keyword and value
 }
 
 func (c *capture) skip(err error) { c.skipped = append(c.skipped, err) }
@@ -243,6 +245,8 @@ func (c *capture) deviceDir(dir string) {
 		case e.Type == 0:
 			switch {
 			case neverRead(e.Name):
+			case e.Name == "vpd":
+				c.vpd(name, dir)
 			case c.redact && identifying(e.Name):
 			case e.Name == "config":
 				c.config(name)

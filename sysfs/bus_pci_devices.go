@@ -524,6 +524,7 @@ func (d *deviceDir) fill() {
 	})
 	d.sriov(c)
 	d.aer(c)
+	d.vpd()
 	// The p2pmem group and the class devices below a function are registered by
 	// the driver bound to it and go away with it (pci_p2pdma_add_resource is a
 	// driver's call and devres-managed; net, infiniband and nvme devices have the
@@ -537,6 +538,29 @@ func (d *deviceDir) fill() {
 	}
 	if r.Driver == "nvme" {
 		r.NVMeDevs = d.list("nvme")
+	}
+}
+
+// vendorNVIDIANetworking is the PCI vendor of ConnectX NICs and their Data Direct
+// DMA functions (Mellanox, 0x15b3).
+const vendorNVIDIANetworking = 0x15b3
+
+// vpd reads the vpd attribute of NVIDIA networking functions only: their VPD tells
+// which NIC a Data Direct DMA function belongs to and which NICs form one board
+// (rdma-core's kernel-boot/rdma_topo matches them by the V3 and SN keywords).
+// Reading VPD is slow and has hung some devices, so no other function's is read.
+// The attribute is readable by root only (pci-sysfs.c, mode 0600); unreadable or
+// absent, the record has none.
+func (d *deviceDir) vpd() {
+	if d.rec.Vendor != vendorNVIDIANetworking {
+		return
+	}
+	b, err := d.t.ReadFile("vpd", pcie.MaxVPDSize)
+	switch {
+	case err == nil && len(b) > 0:
+		d.rec.VPD = b
+	case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission):
+		d.fail(hostfs.PathError("read", join(d.name, "vpd"), err))
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
-// ErrRefusedWrite is returned (wrapped) by [ClearACSControl] for a write it will not
+// ErrRefusedWrite is returned (wrapped) by [WriteACSControl] for a write it will not
 // make: anything but bits of the ACS Control register of an ACS capability that is
 // where the caller says it is.
 var ErrRefusedWrite = errors.New("sysfs: config write refused")
@@ -29,25 +29,27 @@ type ACSControlWrite struct {
 	// Before is the register as read before the write, After as read back after it
 	// (equal to Before when nothing was written).
 	Before, After uint16
-	// Written is false when none of the bits to clear was set.
+	// Written is false when the bits of the mask already held the value.
 	Written bool
 }
 
-// ClearACSControl clears the bits of mask in the ACS Control register of the function
-// at addr, through /sys/bus/pci/devices/<addr>/config below root, keeping every other
-// bit: the read-modify-write that setpci's "ECAP_ACS+6.w=0000:<mask>" does. The
-// register is read first and written only when a bit of mask is set; it is then read
-// back. The kernel's pci_write_config() (drivers/pci/pci-sysfs.c) turns the aligned
-// two-byte write into one configuration write of the word.
+// WriteACSControl sets the bits of mask in the ACS Control register of the function
+// at addr to those of value, through /sys/bus/pci/devices/<addr>/config below root,
+// keeping every other bit: the read-modify-write that setpci's
+// "ECAP_ACS+6.w=<value>:<mask>" does. The register is read first and written only
+// when a bit of mask differs from value; it is then read back. The kernel's
+// pci_write_config() (drivers/pci/pci-sysfs.c) turns the aligned two-byte write into
+// one configuration write of the word.
 //
 // It refuses (ErrRefusedWrite) unless the file is a regular file inside root, mask
-// holds only defined ACS Control bits, and the function's extended capability list,
-// read from the same file, has its ACS capability at capOffset: nothing but that one
-// register is ever written. Writing needs root on a live machine.
-func ClearACSControl(root string, addr pcie.Address, capOffset, mask uint16) (ACSControlWrite, error) {
+// holds only defined ACS Control bits and value none outside mask, and the function's
+// extended capability list, read from the same file, has its ACS capability at
+// capOffset: nothing but that one register is ever written. Writing needs root on a
+// live machine.
+func WriteACSControl(root string, addr pcie.Address, capOffset, mask, value uint16) (ACSControlWrite, error) {
 	w := ACSControlWrite{Address: addr, Register: capOffset + 6}
-	if mask == 0 || mask&^acsControlBits != 0 {
-		return w, fmt.Errorf("%w: %s: mask %#04x is not a set of ACS Control bits", ErrRefusedWrite, addr, mask)
+	if mask == 0 || mask&^acsControlBits != 0 || value&^mask != 0 {
+		return w, fmt.Errorf("%w: %s: mask %#04x, value %#04x is not a set of ACS Control bits", ErrRefusedWrite, addr, mask, value)
 	}
 	r, err := os.OpenRoot(root)
 	if err != nil {
@@ -60,29 +62,18 @@ func ClearACSControl(root string, addr pcie.Address, capOffset, mask uint16) (AC
 		return w, hostfs.PathError("open", name, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return w, hostfs.PathError("stat", name, err)
-	}
-	if !st.Mode().IsRegular() {
-		return w, hostfs.PathError("open", name, fmt.Errorf("%w: %w", ErrRefusedWrite, hostfs.ErrNotFile))
-	}
-	_, c, err := pcie.ReadConfig(f, int(min(st.Size(), configLimit)))
-	if err != nil {
-		return w, hostfs.PathError("read", name, err)
-	}
-	if c.ACS == nil || c.ACS.Offset != capOffset {
-		return w, hostfs.PathError("write", name, fmt.Errorf("%w: no ACS capability at %#x", ErrRefusedWrite, capOffset))
+	if err := checkACSAt(f, name, capOffset); err != nil {
+		return w, err
 	}
 	if w.Before, err = readWord(f, int64(w.Register)); err != nil {
 		return w, hostfs.PathError("read", name, err)
 	}
 	w.After = w.Before
-	if w.Before&mask == 0 {
+	if w.Before&mask == value {
 		return w, nil
 	}
 	var b [2]byte
-	binary.LittleEndian.PutUint16(b[:], w.Before&^mask)
+	binary.LittleEndian.PutUint16(b[:], w.Before&^mask|value)
 	if _, err := f.WriteAt(b[:], int64(w.Register)); err != nil {
 		return w, hostfs.PathError("write", name, err)
 	}
@@ -91,6 +82,26 @@ func ClearACSControl(root string, addr pcie.Address, capOffset, mask uint16) (AC
 		return w, hostfs.PathError("read", name, err)
 	}
 	return w, nil
+}
+
+// checkACSAt refuses a config file that is not a regular file or whose extended
+// capability list has no ACS capability at capOffset.
+func checkACSAt(f *os.File, name string, capOffset uint16) error {
+	st, err := f.Stat()
+	if err != nil {
+		return hostfs.PathError("stat", name, err)
+	}
+	if !st.Mode().IsRegular() {
+		return hostfs.PathError("open", name, fmt.Errorf("%w: %w", ErrRefusedWrite, hostfs.ErrNotFile))
+	}
+	_, c, err := pcie.ReadConfig(f, int(min(st.Size(), configLimit)))
+	if err != nil {
+		return hostfs.PathError("read", name, err)
+	}
+	if c.ACS == nil || c.ACS.Offset != capOffset {
+		return hostfs.PathError("write", name, fmt.Errorf("%w: no ACS capability at %#x", ErrRefusedWrite, capOffset))
+	}
+	return nil
 }
 
 // readWord reads the little-endian 16-bit register at off.

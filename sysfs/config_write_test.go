@@ -35,9 +35,9 @@ func writableDGX(t *testing.T) (root string, rp pcie.Address, capOff uint16) {
 	return root, rp, c.ACS.Offset
 }
 
-func TestClearACSControl(t *testing.T) {
+func TestWriteACSControl(t *testing.T) {
 	root, rp, off := writableDGX(t)
-	w, err := ClearACSControl(root, rp, off, 0x002c)
+	w, err := WriteACSControl(root, rp, off, 0x002c, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestClearACSControl(t *testing.T) {
 	if c, err := pcie.ParseConfig(b); err != nil || c.ACS.Control != 0x0011 || c.ACS.Capability != 0x005f {
 		t.Errorf("config after the write: %v %+v", err, c.ACS)
 	}
-	w, err = ClearACSControl(root, rp, off, 0x002c)
+	w, err = WriteACSControl(root, rp, off, 0x002c, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,26 +63,42 @@ func TestClearACSControl(t *testing.T) {
 	}
 }
 
-func TestClearACSControlRefuses(t *testing.T) {
+// TestWriteACSControlSets sets Direct Translated P2P and clears Source Validation in
+// one write, the kind of change a virtualization-host or Data Direct plan makes.
+func TestWriteACSControlSets(t *testing.T) {
+	root, rp, off := writableDGX(t)
+	w, err := WriteACSControl(root, rp, off, pcie.ACSDirectTranslated|pcie.ACSSourceValidation, pcie.ACSDirectTranslated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ACSControlWrite{Address: rp, Register: off + 6, Before: 0x001d, After: 0x005c, Written: true}
+	if diff := cmp.Diff(want, w); diff != "" {
+		t.Errorf("write (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteACSControlRefuses(t *testing.T) {
 	root, rp, off := writableDGX(t)
 	gpu, err := pcie.ParseAddress("0000:15:00.0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name string
-		addr pcie.Address
-		off  uint16
-		mask uint16
+		name  string
+		addr  pcie.Address
+		off   uint16
+		mask  uint16
+		value uint16
 	}{
-		{"another offset", rp, off + 4, 0x002c},
-		{"the capability header", rp, off - 6, 0x002c},
-		{"undefined bits", rp, off, 0x0180},
-		{"no bits", rp, off, 0},
-		{"a function without ACS", gpu, off, 0x002c},
+		{"another offset", rp, off + 4, 0x002c, 0},
+		{"the capability header", rp, off - 6, 0x002c, 0},
+		{"undefined bits", rp, off, 0x0180, 0},
+		{"no bits", rp, off, 0, 0},
+		{"a value outside the mask", rp, off, 0x0040, 0x0044},
+		{"a function without ACS", gpu, off, 0x002c, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := ClearACSControl(root, tc.addr, tc.off, tc.mask); !errors.Is(err, ErrRefusedWrite) {
+			if _, err := WriteACSControl(root, tc.addr, tc.off, tc.mask, tc.value); !errors.Is(err, ErrRefusedWrite) {
 				t.Errorf("error %v, want ErrRefusedWrite", err)
 			}
 		})
@@ -96,7 +112,7 @@ func TestClearACSControlRefuses(t *testing.T) {
 	if err := os.Mkdir(cfg, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ClearACSControl(root, rp, off, 0x002c); err == nil {
+	if _, err := WriteACSControl(root, rp, off, 0x002c, 0); err == nil {
 		t.Error("a directory as config: no error")
 	}
 	if err := os.Remove(cfg); err != nil {
@@ -109,7 +125,7 @@ func TestClearACSControlRefuses(t *testing.T) {
 	if err := os.Symlink(outside, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ClearACSControl(root, rp, off, 0x002c); err == nil {
+	if _, err := WriteACSControl(root, rp, off, 0x002c, 0); err == nil {
 		t.Error("a config linked out of the root: no error")
 	}
 }

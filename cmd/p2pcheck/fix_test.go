@@ -169,16 +169,30 @@ func TestFixUnread(t *testing.T) {
 }
 
 // TestFixSnapshotText: on the QEMU guest where the kernel set ACS redirect on the
-// root ports, the dry run names the root port above the multifunction NVMe.
+// root ports, the dry run names the root port above the multifunction NVMe; the
+// guest ran the 6.12.117 test kernel, which has the fixed pci=config_acs=, so that is
+// the parameter, every bit given so that SV and UF stay set; with --kernel-version
+// 6.6 it is pci=disable_acs_redir=, and 6.12.22, whose parser is broken, gets none.
 func TestFixSnapshotText(t *testing.T) {
 	code, out, errOut := p2pcheck("--snapshot", "../../testdata/vm/iommu-acs-oracle/snapshot.tar.gz", "fix", "--pairs", "0000:05:00.0,0000:05:00.1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"0000:05:00.0  0000:05:00.1  not-supported 2", "-> bus-addr 2",
-		"1. 0000:00:03.0  ACS Control (0x14e) 0x001d -> 0x0011", "pci=disable_acs_redir=0000:00:03.0", "result: planned"} {
+		"1. 0000:00:03.0  ACS Control (0x14e) 0x001d -> 0x0011", "pci=config_acs=0010001@0000:00:03.0",
+		"IOMMU groups after a reboot", "0000:00:03.0, 0000:05:00.0, 0000:05:00.1", "result: planned"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for kernel, want := range map[string]string{
+		"6.6.63":  "pci=disable_acs_redir=0000:00:03.0",
+		"6.12.22": "Persistent: no boot parameter keeps this plan (broken-kernel)",
+	} {
+		_, out, _ := p2pcheck("--snapshot", "../../testdata/vm/iommu-acs-oracle/snapshot.tar.gz", "--kernel-version", kernel,
+			"fix", "--pairs", "0000:05:00.0,0000:05:00.1")
+		if !strings.Contains(out, want) {
+			t.Errorf("--kernel-version %s: output lacks %q:\n%s", kernel, want, out)
 		}
 	}
 }
@@ -234,7 +248,7 @@ func TestFixText(t *testing.T) {
 	for _, want := range []string{
 		"p2pcheck fix --apply", "2 changed by the runtime actions",
 		"0000:1a:00.0  0000:1b:00.0  thru-host-bridge 4   -> bus-addr 4",
-		"1. 0000:19:00.0  ACS Control (0x14e) 0x001d -> 0x0011  done, read back 0x0011",
+		"1. 0000:19:00.0  ACS Control (0x14e) 0x001d -> 0x0011 (mask 0x002c)  done, read back 0x0011",
 		"2. 0000:19:01.0", "IOMMU groups affected: 10, 11, 12, 13",
 		"warning: the kernel caches a verdict", "result: fixed",
 	} {
@@ -247,5 +261,43 @@ func TestFixText(t *testing.T) {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("amd-epyc: exit %d, output lacks %q:\n%s", code, want, out)
 		}
+	}
+}
+
+// TestFixVirtHost: on the inline node whose ConnectX NICs have ATS, fix finds a
+// virtualization host and plans Direct Translated P2P on the NICs' switch ports,
+// isolation kept (0x001d -> 0x005d), no redirect cleared; the bare-metal plan is made
+// only when --bare-metal asks for it; --virt-host on Data Direct is refused, and so
+// is --virt-host with --bare-metal.
+func TestFixVirtHost(t *testing.T) {
+	root := machineRoot(t, "hgx-inline-ats")
+	code, out, errOut := p2pcheck("--root", root, "--no-nvml", "fix", "--format", "json")
+	r := decodeFix(t, out)
+	if code != 0 || r.Use != "virt-host" || !strings.Contains(r.UseReason, "ATS") {
+		t.Fatalf("exit %d, use %s (%s): %s", code, r.Use, r.UseReason, errOut)
+	}
+	var got []string
+	for _, a := range r.Actions {
+		got = append(got, a.Address.String()+" "+a.Control+"->"+a.Planned)
+	}
+	if want := []string{"0000:17:00.0 0x001d->0x005d", "0000:39:00.0 0x001d->0x005d"}; !slices.Equal(got, want) {
+		t.Errorf("virtualization-host actions %q, want %q", got, want)
+	}
+	if r.Persistent.Form != "config_acs" || !strings.Contains(r.Persistent.KernelParam, "1011101@0000:15:01.0/0.0/0.0") {
+		t.Errorf("persistent %s %q", r.Persistent.Form, r.Persistent.KernelParam)
+	}
+	_, out, _ = p2pcheck("--root", root, "--no-nvml", "fix", "--format", "json", "--bare-metal")
+	b := decodeFix(t, out)
+	cleared := slices.ContainsFunc(b.Actions, func(a provision.ReportAction) bool {
+		return a.Address.String() == "0000:17:00.0" && a.Planned == "0x0011"
+	})
+	if b.Use != "bare-metal" || !cleared {
+		t.Errorf("--bare-metal: use %s, actions %+v", b.Use, b.Actions)
+	}
+	if code, _, _ := p2pcheck("--root", machineRoot(t, "gb300-data-direct"), "--no-nvml", "fix", "--virt-host"); code != exitUsage {
+		t.Errorf("--virt-host on Data Direct: exit %d, want %d", code, exitUsage)
+	}
+	if code, _, _ := p2pcheck("--root", root, "fix", "--virt-host", "--bare-metal"); code != exitUsage {
+		t.Errorf("--virt-host --bare-metal: exit %d", code)
 	}
 }

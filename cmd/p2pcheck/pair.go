@@ -7,6 +7,7 @@ import (
 	"github.com/p2pkit/p2pkit/p2pdma"
 	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/provision"
 	"github.com/p2pkit/p2pkit/render"
 )
 
@@ -49,6 +50,9 @@ name of another function (nvme1) is refused: use the address.`,
 				NVSMI:   pathclass.NVSMI(a, b, 0).String(),
 				NCCL:    pathclass.NCCL(a, b).String(),
 			}
+			if f := r.Verdict.Fix; f != nil {
+				r.BootFix = bootFix(n, f.Bridges)
+			}
 			if o.format == "json" {
 				return render.PairJSON(o.stdout, r)
 			}
@@ -70,4 +74,14 @@ func resolvePair(n *node.Node, x, y string) (a, b *pcie.Device, err error) {
 		return nil, nil, usageError("pair: %s and %s are the same function", x, y)
 	}
 	return a, b, nil
+}
+
+// bootFix is the boot-time fix of clearing ACS redirect on bridges for the analysed
+// kernel, as `p2pcheck fix` and the report's acs_path make it.
+func bootFix(n *node.Node, bridges []pcie.Address) string {
+	b := provision.ClearRedirectParam(n.Topology, n.Release(), bridges)
+	if b.Usable() {
+		return `add the kernel parameter "` + b.Param + `"`
+	}
+	return "none keeps it on this kernel (" + string(b.Form) + "): " + b.Reason
 }

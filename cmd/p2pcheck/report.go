@@ -25,6 +25,7 @@ import (
 	"github.com/p2pkit/p2pkit/internal/cli"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/provision"
 	"github.com/p2pkit/p2pkit/render"
 )
 
@@ -59,7 +60,9 @@ type reportOptions struct {
 	aerThreshold uint64
 	requireCaps  []check.Capability
 	interval     time.Duration
-	golden       string // --golden: the snapshot --prometheus compares the fabric with (diff.go)
+	// virtHost and bareMetal say what the host is for (acs_path, virt_host).
+	virtHost, bareMetal bool
+	golden              string // --golden: the snapshot --prometheus compares the fabric with (diff.go)
 }
 
 func (ro *reportOptions) addFlags(cmd *cobra.Command) {
@@ -77,6 +80,8 @@ func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&ro.config, "config", "", "read settings (require = LIST, aer-threshold = N) from `FILE` (default "+defaultConfig+" when present); flags win")
 	f.Uint64Var(&ro.aerThreshold, "aer-threshold", check.DefaultAERThreshold, "correctable AER errors, new since the previous --prometheus file or since boot without one, that warn")
 	f.DurationVar(&ro.interval, "interval", 0, "run the report every `DURATION` (e.g. 5m), rewriting --prometheus and --nfd, until SIGTERM or SIGINT")
+	f.BoolVar(&ro.virtHost, "virt-host", false, "judge a host that passes devices to VMs: virt_host instead of acs_path's bare-metal rule (default: found from the ConnectX NICs' ATS)")
+	f.BoolVar(&ro.bareMetal, "bare-metal", false, "judge bare metal even where the NICs' ATS says virtualization host")
 	f.StringVar(&ro.golden, "golden", "", "with --prometheus, also count the fabric's differences from this golden snapshot `FILE` (see p2pcheck diff)")
 }
 
@@ -93,6 +98,9 @@ func capabilityNames() string {
 // AER threshold: a flag given on the command line (changed reports which) wins
 // over the file.
 func (ro *reportOptions) resolve(changed func(flag string) bool) error {
+	if ro.virtHost && ro.bareMetal {
+		return usageError("--virt-host and --bare-metal exclude each other")
+	}
 	path, explicit := defaultConfig, ro.config != ""
 	if explicit {
 		path = ro.config
@@ -263,6 +271,12 @@ func hostName() string {
 func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) check.Inputs {
 	o := ro.global
 	in := check.Inputs{Source: ro.source()}
+	switch {
+	case ro.virtHost:
+		in.Use = provision.ModeVirtHost
+	case ro.bareMetal:
+		in.Use = provision.ModeBareMetal
+	}
 	f, err := gpus()
 	switch {
 	case n.GPU != nil: // the NVML facts a snapshot recorded

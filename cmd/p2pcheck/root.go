@@ -128,6 +128,10 @@ func (o *globalOptions) validate() error {
 	if o.snapshot != "" && o.root != "/" {
 		return usageError("--root and --snapshot exclude each other")
 	}
+	if fi, err := os.Stat(o.root); err == nil && fi.Mode().IsRegular() {
+		// --root names a capture file (an rdma_topo dump): read it as --snapshot.
+		o.snapshot, o.root = o.root, "/"
+	}
 	return nil
 }
 

@@ -184,12 +184,66 @@ func Catalogue() []*Topology {
 		Persisted:  true,
 	})
 
+	// fix-cmb booted with the parameter `p2pcheck fix` now plans for it on the test
+	// kernel, 6.12.117, which has the fixed pci=config_acs= (commit 9cf8a952d57b in
+	// 6.12.23): every bit given, so the root port reads the planned 0x0011, SV and UF
+	// kept, where pci=disable_acs_redir= left 0x0000 (fix-cmb-persist). The CMB pair is
+	// bus-addr at boot, the NVMe functions join the root port's IOMMU group, and `p2pcheck
+	// fix` has nothing to do. Debian's 6.1 does not know config_acs=, so the entry is
+	// for the test kernel only.
+	cmb, peer = at(ep(NVMe, "cmb_size_mb=64"), 0, 0), at(ep(NVMe), 0, 1)
+	configured := rootPort(2, cmb, peer)
+	configured.ACSOn = map[string]uint16{KernelOracle: 0x0011}
+	ts = append(ts, &Topology{
+		Name:       "fix-cmb-config-acs",
+		Doc:        "fix-cmb booted with the pci=config_acs= parameter p2pcheck fix --persist writes for it on Linux 6.12.23 and later",
+		CPU:        "Skylake-Server",
+		IOMMU:      true,
+		OnlyOn:     KernelOracle,
+		Append:     []string{"iommu=pt", "no_timer_check", configACSParam},
+		ACSControl: 0x001d,
+		Root:       []*Node{configured, rootPort(3, ep(NVMe))},
+		P2PMem:     &P2PMemProof{Provider: cmb, Target: peer},
+		Persisted:  true,
+	})
+
+	// A virtualization host as QEMU can build one: intel-iommu with device-IOTLB (so
+	// that ATS can translate), a NIC with ATS (virtio-net, ats=on) and an NVMe with a
+	// CMB on root ports of their own, and the same pair below QEMU's x3130 switch,
+	// whose ports have no ACS (QEMU 7.2 implements ACS only on pcie-root-port,
+	// hw/pci/pcie.c pcie_acs_init). Booted with the pci=config_acs= value a
+	// virtualization-host plan gives a port with Direct Translated P2P (0x005d: DT,
+	// SV, RR, CR, UF) on the NIC's root port; `p2pcheck fix --virt-host` keeps the
+	// kernel's isolation and has nothing to do, see checkVirtHost.
+	nic, cmbPeer := ep(VirtioNet, "ats=on"), ep(NVMe, "cmb_size_mb=16")
+	swNIC, swPeer := ep(VirtioNet, "ats=on"), ep(NVMe)
+	nicPort := rootPort(2, nic)
+	nicPort.ACSOn = map[string]uint16{KernelOracle: 0x005d}
+	ts = append(ts, &Topology{
+		Name:        "virt-host-ats",
+		Doc:         "intel-iommu with device-IOTLB, NICs with ATS beside an NVMe on root ports and below a switch, the NIC's root port booted with Direct Translated P2P",
+		CPU:         "Skylake-Server",
+		IOMMU:       true,
+		DeviceIOTLB: true,
+		OnlyOn:      KernelOracle,
+		Append:      []string{"no_timer_check", virtHostParam},
+		ACSControl:  0x001d,
+		Root:        []*Node{nicPort, rootPort(3, cmbPeer), rootPort(4, sw(dsp(swNIC), dsp(swPeer)))},
+		VirtHost:    &VirtHostProof{NIC: nic, Peer: cmbPeer, SwitchNIC: swNIC, SwitchPeer: swPeer},
+	})
+
 	return ts
 }
 
-// persistedParam is the boot parameter `p2pcheck fix` plans for fix-cmb (a test
-// checks it against the kept plan).
-const persistedParam = "pci=disable_acs_redir=0000:00:02.0"
+// persistedParam is the boot parameter `p2pcheck fix` planned for fix-cmb on kernels
+// before 6.11, which fix-cmb-persist boots with; configACSParam the one it plans on
+// the test kernel (a test checks it against the kept plan); virtHostParam the
+// config_acs= form of Direct Translated P2P with isolation kept.
+const (
+	persistedParam = "pci=disable_acs_redir=0000:00:02.0"
+	configACSParam = "pci=config_acs=0010001@0000:00:02.0"
+	virtHostParam  = "pci=config_acs=1011101@0000:00:02.0"
+)
 
 // rootPort is a pcie-root-port at slot on its root bus with kids below it.
 func rootPort(slot uint8, kids ...*Node) *Node {

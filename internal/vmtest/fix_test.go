@@ -172,8 +172,8 @@ func checkPersisted(t *testing.T, topo *Topology, boot *Oracle, get fixCapture) 
 	}
 }
 
-// TestPersistedParamIsFixs: the parameter fix-cmb-persist boots with is the one
-// `p2pcheck fix` planned on fix-cmb, as kept.
+// TestPersistedParamIsFixs: the parameter fix-cmb-config-acs boots with is the one
+// `p2pcheck fix` planned on fix-cmb on the test kernel, as kept.
 func TestPersistedParamIsFixs(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(keptDir, "fix-cmb-oracle", "fix-dry.json"))
 	if err != nil {
@@ -187,7 +187,7 @@ func TestPersistedParamIsFixs(t *testing.T) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Persistent.KernelParam != persistedParam {
-		t.Errorf("fix planned %q for fix-cmb, fix-cmb-persist boots with %q", d.Persistent.KernelParam, persistedParam)
+	if d.Persistent.KernelParam != configACSParam {
+		t.Errorf("fix planned %q for fix-cmb, fix-cmb-config-acs boots with %q", d.Persistent.KernelParam, configACSParam)
 	}
 }

@@ -25,4 +25,4 @@ var (
 
 // fixKept are the fix captures kept under testdata/vm.
 var fixKept = []string{"assume.json", "config-before.txt", "fix-dry.json", "config-after-dry.txt",
-	"fix-apply.json", "pairs-after.json", "fix-again.json", "fix-persisted.json"}
+	"fix-apply.json", "pairs-after.json", "fix-again.json", "fix-persisted.json", "virt-fix.json", "virt-apply.json"}

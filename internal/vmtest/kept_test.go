@@ -104,6 +104,9 @@ func TestKeptCaptures(t *testing.T) {
 			if topo.Persisted {
 				t.Run("persisted", func(t *testing.T) { checkPersisted(t, topo, oracle, read) })
 			}
+			if topo.VirtHost != nil {
+				t.Run("virt-host", func(t *testing.T) { checkVirtHost(t, topo, k, dump, oracle, read) })
+			}
 		})
 	}
 	if runs == 0 {

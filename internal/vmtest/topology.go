@@ -25,6 +25,7 @@ const (
 	E1000E                 // e1000e: 8086:10d3, endpoint
 	E1000                  // e1000: 8086:100e, conventional PCI (no PCI Express capability)
 	TestDev                // pci-testdev: 1b36:0005, conventional PCI
+	VirtioNet              // virtio-net-pci: 1af4:1041 (modern, on a PCIe port), endpoint; ats=on adds ATS
 )
 
 type kindInfo struct {
@@ -46,6 +47,7 @@ var kinds = map[Kind]kindInfo{
 	E1000E:     {"e1000e", "8086:10d3", "endpoint", false, false, ""},
 	E1000:      {"e1000", "8086:100e", "pci", false, false, ""},
 	TestDev:    {"pci-testdev", "1b36:0005", "pci", false, false, ""},
+	VirtioNet:  {"virtio-net-pci", "1af4:1041", "endpoint", false, false, ""},
 }
 
 // Node is one emulated function in a topology, with the functions on its secondary
@@ -102,6 +104,11 @@ type Topology struct {
 	CPU    string   // -cpu model
 	Append []string // kernel parameters beyond the harness's own
 	IOMMU  bool     // add intel-iommu (intremap=on, kernel-irqchip=split) and intel_iommu=on
+	// DeviceIOTLB gives the intel-iommu device-IOTLB support (device-iotlb=on), which
+	// QEMU needs to let a device's ATS translate.
+	DeviceIOTLB bool
+	// OnlyOn names the one kernel (Kernel.Name) the entry is for; "" is every kernel.
+	OnlyOn string
 	// NUMANodes splits memory and CPUs into this many NUMA nodes (0: no -numa).
 	NUMANodes int
 
@@ -125,7 +132,15 @@ type Topology struct {
 	// Persisted boots the entry with the boot parameter `p2pcheck fix --persist`
 	// writes for it (in Append): `p2pcheck fix` must then find nothing to do.
 	Persisted bool
+	// VirtHost runs the virtualization-host plan on the pairs among its functions
+	// (see VirtHostProof).
+	VirtHost *VirtHostProof
 }
+
+// VirtHostProof names the functions of `p2pcheck fix --virt-host --pairs`: a NIC with
+// ATS and its peer on root ports of their own, and a NIC with ATS and its peer below
+// one switch.
+type VirtHostProof struct{ NIC, Peer, SwitchNIC, SwitchPeer *Node }
 
 // P2PMemProof picks the two NVMe controllers of the in-guest p2pmem test.
 type P2PMemProof struct{ Provider, Target *Node }
@@ -283,7 +298,11 @@ func (t *Topology) QEMUArgs(dir string, memMiB, smp int) []string {
 		}
 	}
 	if t.IOMMU {
-		args = append(args, "-device", "intel-iommu,intremap=on")
+		iommu := "intel-iommu,intremap=on"
+		if t.DeviceIOTLB {
+			iommu += ",device-iotlb=on"
+		}
+		args = append(args, "-device", iommu)
 	}
 	placedNodes := t.layout()
 	subsys := map[string]bool{}

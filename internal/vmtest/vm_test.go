@@ -67,6 +67,9 @@ func TestTopologies(t *testing.T) {
 					summary = append(summary, fmt.Sprintf("vmtest %-22s %-7s %s %5.1fs", topo.Name, kname, result, secs))
 					mu.Unlock()
 				})
+				if topo.OnlyOn != "" && topo.OnlyOn != kname {
+					t.Skipf("%s is for the %s kernel only", topo.Name, topo.OnlyOn)
+				}
 				k, ok := e.kernel(kname)
 				if !ok {
 					SkipOrFail(t, "kernel %s: %s", kname, e.missing[kname])
@@ -96,6 +99,9 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 	}
 	if topo.Persisted && e.bin.P2PCheckErr == nil {
 		captures = append(captures, fixPersisted)
+	}
+	if topo.VirtHost != nil && e.bin.P2PCheckErr == nil {
+		captures = append(captures, topo.virtCaptures()...)
 	}
 	bin := e.bin
 	bin.P2PMemTest = "" // 8 MB the guest needs only for the p2pmem proof
@@ -204,6 +210,14 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 	if topo.Persisted {
 		t.Run("persisted", func(t *testing.T) {
 			checkPersisted(t, topo, oracle, func(name string) ([]byte, bool) {
+				s, ok := sec[name]
+				return s.Data, ok && s.Status == 0
+			})
+		})
+	}
+	if topo.VirtHost != nil {
+		t.Run("virt-host", func(t *testing.T) {
+			checkVirtHost(t, topo, k, dump, oracle, func(name string) ([]byte, bool) {
 				s, ok := sec[name]
 				return s.Data, ok && s.Status == 0
 			})
