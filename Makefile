@@ -31,7 +31,7 @@ LDFLAGS   := -X github.com/p2pkit/p2pkit/internal/buildinfo.version=$(VERSION) \
 QEMU_ARM64 ?= qemu-aarch64-static
 
 .PHONY: all build build-static run test test-unit test-isa test-vm test-arm64 test-deploy fuzz-smoke bench bench-topo lint clean \
-	release release-check image image-check bench-hostile
+	release release-check image image-check bench-hostile bench-scale
 
 all: build
 
@@ -157,10 +157,19 @@ bench:
 bench-topo: build
 	$(GO) run ./internal/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck
 
-# Every input of the hostile snapshot corpus through the real binary: exit code, CPU
-# seconds and peak RSS of each run, against 5 s and 256 MB (exit 1 past either).
+# Every input of the hostile snapshot corpus through the real binary (a valid tree
+# through topo and matrix too): exit code, CPU seconds, peak RSS and output of each
+# run, against 5 s and 256 MB (exit 1 past either).
 bench-hostile: build
 	$(GO) run ./internal/fixture/cmd/hostilebench -p2pcheck $(BIN)/p2pcheck
+
+# The README's scaling tables: topo, topo json, pairs --all, the report, --quick, matrix,
+# nccl and snapshot on synthetic machines of 100 to 50,000 functions and 8 to 576 GPUs,
+# wall, CPU, peak RSS and output of each, and the growth exponent per command. The trees
+# are written to SCALE_DIR (about 6 GB at 50,000 functions; a tmpfs is fastest).
+SCALE_DIR ?= /dev/shm
+bench-scale: build
+	$(GO) run ./internal/fixture/cmd/scalebench -p2pcheck $(BIN)/p2pcheck -dir $(SCALE_DIR)
 
 lint:
 	$(GO) vet ./...

@@ -16,32 +16,87 @@ type acsScan struct {
 	unknown        int                          // pairs whose ACS state was not read
 	unknownBlocks  []Capability                 // what those pairs need
 	lines          pairLines                    // the unknown pairs, as subjects
+
+	// the first pair of each capability, to order the blocks as the pairs meet them
+	redirectFirst, unknownFirst map[Capability]pair
 }
 
 // redirected counts the pairs a bridge redirects and names the first.
 type redirected struct {
-	n     int
-	first string
+	n         int
+	first     string
+	firstPair pair
 }
 
-// add judges one pair for checkACSPath.
-func (s *acsScan) add(p pair, v *p2pdma.Verdict) {
+// count judges the pairs of two classes, whose verdicts are alike, for
+// checkACSPath; v is the verdict of their first pair.
+func (s *acsScan) count(cp classPair, v *p2pdma.Verdict) {
 	if v.Fix != nil {
 		for _, a := range v.Fix.Bridges {
 			b := s.bridges[a]
 			if b == nil {
-				b = &redirected{first: pairSubject(p)}
+				b = &redirected{firstPair: cp.first}
 				s.bridges[a] = b
+			} else if cp.first.before(b.firstPair) {
+				b.firstPair = cp.first
 			}
-			b.n++
+			b.n += cp.n
 		}
-		s.redirectBlocks = appendNew(s.redirectBlocks, p.blocks())
+		s.redirectFirst = firstOf(s.redirectFirst, cp.first.blocks(), cp.first)
 	}
-	if len(v.ACSRedirect) == 0 && v.HasUnknown(p2pdma.ACSUnread) {
-		s.unknown++
+	if s.makes(v) {
+		s.unknown += cp.n
+		s.lines.count("", true, cp.n)
+		s.unknownFirst = firstOf(s.unknownFirst, cp.first.blocks(), cp.first)
+	}
+}
+
+// firstOf records p as the first pair of capability c unless an earlier one is.
+func firstOf(m map[Capability]pair, c Capability, p pair) map[Capability]pair {
+	if m == nil {
+		m = map[Capability]pair{}
+	}
+	if q, ok := m[c]; !ok || p.before(q) {
+		m[c] = p
+	}
+	return m
+}
+
+// makes reports whether a pair of verdict v makes a subject: ACS not read on a
+// path the kernel does not redirect otherwise.
+func (s *acsScan) makes(v *p2pdma.Verdict) bool {
+	return len(v.ACSRedirect) == 0 && v.HasUnknown(p2pdma.ACSUnread)
+}
+
+// add lists one pair for checkACSPath, counted already.
+func (s *acsScan) add(p pair, v *p2pdma.Verdict) {
+	if s.makes(v) {
 		s.lines.subject(p)
-		s.unknownBlocks = appendNew(s.unknownBlocks, p.blocks())
 	}
+}
+
+// finish names each bridge's first pair and orders the blocks as their first
+// pairs come.
+func (s *acsScan) finish() {
+	for _, b := range s.bridges {
+		b.first = pairSubject(b.firstPair)
+	}
+	s.redirectBlocks, s.unknownBlocks = inPairOrder(s.redirectFirst), inPairOrder(s.unknownFirst)
+}
+
+// inPairOrder returns the capabilities of m in the order of their first pairs.
+func inPairOrder(m map[Capability]pair) []Capability {
+	var out []Capability
+	for c := range m {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Capability) int {
+		if m[a].before(m[b]) {
+			return -1
+		}
+		return 1
+	})
+	return out
 }
 
 // checkACSPath finds bridges with ACS Request/Completion Redirect or Egress

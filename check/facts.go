@@ -3,8 +3,10 @@ package check
 import (
 	"sync"
 
+	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/p2pdma"
+	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/provision"
 )
@@ -167,16 +169,29 @@ type Facts struct {
 
 	calc *p2pdma.Calculator
 	// gaps is true when some function's parent is not known: verdicts are then
-	// checked for walks through it (p2pdma.CheckComplete).
+	// checked for walks through it (p2pdma.Calculator.CheckComplete).
 	gaps    bool
 	devices []*pcie.Device // node.Interesting()
 	roles   []role         // roleOf(devices[i])
 	perRole [numRoles]int  // devices of each role
 
-	scanOnce sync.Once
-	scanned  *pairScan // see Facts.scan
-	pathOnce sync.Once
-	onPaths  *pathSets // see Facts.paths
+	// verdicts counts the verdicts computed, for the tests of what judging the
+	// pairs costs.
+	verdicts int
+
+	classesNCCL sync.Once
+	pathClasses *pathclass.Classes // see Facts.nearestNIC
+
+	nvmlOnce   sync.Once
+	nvmlByAddr map[pcie.Address]*gpu.GPU // see Facts.indexNVML
+	nvlinkOK   map[[2]int]bool           // NVML GPU index pairs
+
+	classOnce sync.Once
+	classes   []*pairClass // see Facts.pairClasses
+	scanOnce  sync.Once
+	scanned   *pairScan // see Facts.scan
+	pathOnce  sync.Once
+	onPaths   *pathSets // see Facts.paths
 }
 
 // NewFacts combines a loaded node with the inputs gathered beside it. It reads
@@ -255,13 +270,16 @@ func (f *Facts) filter(keep func(*pcie.Device) bool) []*pcie.Device {
 	return out
 }
 
-// verdict is the kernel's P2PDMA verdict with a as provider and b as client.
+// verdict is the kernel's P2PDMA verdict with a as provider and b as client, as
+// p2pdma.Calculator.Brief gives it: the checks judge its kinds of unknowns, never
+// the whole list.
 func (f *Facts) verdict(p pair) p2pdma.Verdict {
-	v := f.calc.Calc(p.a, p.b)
+	f.verdicts++
+	v := f.calc.Brief(p.a, p.b)
 	if f.gaps {
 		// A verdict whose walk crosses a function of unknown parent is unknown, as
 		// pair and pairs say it.
-		v = p2pdma.CheckComplete(v, p.a, p.b)
+		v = f.calc.CheckComplete(v, p.a, p.b)
 	}
 	return v
 }

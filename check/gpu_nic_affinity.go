@@ -52,7 +52,7 @@ func checkGPUNICAffinity(f *Facts) Result {
 	near := make([]nearNIC, len(gpus))
 	var relays []int // the GPUs with a NIC within NCCL's default reach, PXN's candidates
 	for i, g := range gpus {
-		near[i].nic, near[i].res = nearestNIC(g, nics)
+		near[i].nic, near[i].res = f.nearestNIC(g, nics)
 		if pathclass.NCCLGDRByDefault(near[i].res.Class) {
 			relays = append(relays, i)
 		}
@@ -114,12 +114,14 @@ func checkGPUNICAffinity(f *Facts) Result {
 	return r
 }
 
-// nearestNIC returns the NIC nearest to g by NCCL's path class.
-func nearestNIC(g *pcie.Device, nics []*pcie.Device) (*pcie.Device, pathclass.Result) {
+// nearestNIC returns the NIC nearest to g by NCCL's path class
+// (pathclass.Classes.NCCL, O(log depth) a pair).
+func (f *Facts) nearestNIC(g *pcie.Device, nics []*pcie.Device) (*pcie.Device, pathclass.Result) {
+	f.classesNCCL.Do(func() { f.pathClasses = pathclass.NewClasses(f.Node.Topology.Devices) })
 	var best *pcie.Device
 	var bestRes pathclass.Result
 	for _, n := range nics {
-		res := pathclass.NCCL(g, n)
+		res := f.pathClasses.NCCL(g, n)
 		if best == nil || (res.Class != pathclass.Unknown && (bestRes.Class == pathclass.Unknown || res.Class < bestRes.Class)) {
 			best, bestRes = n, res
 		}

@@ -56,15 +56,29 @@ func (f *Facts) peermem() bool {
 
 // nvmlGPU returns NVML's view of the GPU at a, or nil.
 func (f *Facts) nvmlGPU(a pcie.Address) *gpu.GPU {
+	f.nvmlOnce.Do(f.indexNVML)
+	return f.nvmlByAddr[a]
+}
+
+// indexNVML indexes NVML's GPUs by address (the first of an address wins) and the
+// GPU pairs whose P2P status says NVLink works, so that the checks asking about
+// every GPU or pair of GPUs do not search NVML's lists each time.
+func (f *Facts) indexNVML() {
+	f.nvmlByAddr = map[pcie.Address]*gpu.GPU{}
+	f.nvlinkOK = map[[2]int]bool{}
 	if f.Node.GPU == nil {
-		return nil
+		return
 	}
 	for i := range f.Node.GPU.GPUs {
-		if g := &f.Node.GPU.GPUs[i]; g.Address != nil && *g.Address == a {
-			return g
+		if g := &f.Node.GPU.GPUs[i]; g.Address != nil && f.nvmlByAddr[*g.Address] == nil {
+			f.nvmlByAddr[*g.Address] = g
 		}
 	}
-	return nil
+	for _, p := range f.Node.GPU.Pairs {
+		if p.P2P.NVLink != nil && *p.P2P.NVLink == gpu.P2POK {
+			f.nvlinkOK[[2]int{p.A, p.B}] = true
+		}
+	}
 }
 
 // noNVML is the skip reason of a check that needs NVML.

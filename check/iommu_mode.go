@@ -119,52 +119,63 @@ func kernelBool(v string) bool {
 }
 
 // judgeTranslation fills r for an IOMMU that translates DMA for the devices in
-// translated, pair by pair (see checkIOMMU).
+// translated, pair by pair (see checkIOMMU). The pairs are judged by classes
+// (pairClass) of devices alike here: role, translation, GPU or RDMA NIC, and a GPU
+// with NVML facts on its own, since NVLink is a fact of each pair.
 func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
 	dmabuf := f.dmabuf()
-	var blocks []Capability
+	type key struct {
+		role            role
+		translated, gpu bool
+		rdma            bool
+		nvml            int // the device's index when NVML knows the GPU, else -1
+	}
+	cs := groupClasses(len(f.devices), func(i int) key {
+		d := f.devices[i]
+		k := key{role: f.roles[i], translated: translated[d.Address], gpu: d.IsGPU(), rdma: isRDMANIC(d), nvml: -1}
+		if k.gpu && f.nvmlGPU(d.Address) != nil {
+			k.nvml = i
+		}
+		return k
+	}, f.roles)
+	judge := func(p pair) translationJudgement { return f.judgeTranslated(p, translated, dmabuf) }
 	unknown := false
 	affected, onPath := 0, 0
+	firsts := map[Capability]pair{}
 	var lines pairLines
-	for pr := range f.pairs() {
-		if !translated[pr.a.Address] && !translated[pr.b.Address] {
+	for cp := range f.classPairs(cs) {
+		j := judge(cp.first)
+		if !j.onPath {
 			continue
 		}
-		onPath++
-		gpuA, gpuB := pr.a.IsGPU(), pr.b.IsGPU()
-		switch {
-		case gpuA && gpuB:
-			switch f.nvlinkPair(pr.a.Address, pr.b.Address) {
-			case nvlinkUnknown:
-				unknown = true
-				lines.finding(pr, Unknown, "GPU pair behind a translating IOMMU: without NVML it is unknown whether it talks over NVLink (unaffected) or PCIe (unsupported)")
-				lines.subject(pr)
-			case nvlinkYes:
-				lines.finding(pr, Pass, "GPU pair talks over NVLink: the IOMMU is not on its path")
-			default:
-				affected++
-				blocks = appendNew(blocks, CapP2P)
-				lines.finding(pr, Fail, "GPU pair talks over PCIe through a translating IOMMU: unsupported on bare metal")
-				lines.subject(pr)
-			}
-		case (gpuA && isRDMANIC(pr.b)) || (gpuB && isRDMANIC(pr.a)):
-			switch dmabuf.state {
-			case Pass:
-				lines.finding(pr, Pass, "GPUDirect RDMA over DMA-BUF maps the GPU through the IOMMU: unaffected")
-			case Fail:
-				affected++
-				blocks = appendNew(blocks, CapGDR)
-				lines.finding(pr, Fail, "GPUDirect RDMA through nvidia-peermem needs 1:1 addresses (", dmabuf.why, ")")
-				lines.subject(pr)
-			default:
-				unknown = true
-				lines.finding(pr, Unknown, "GPUDirect RDMA: unaffected over DMA-BUF, broken through nvidia-peermem; whether DMA-BUF is possible is unknown (", dmabuf.why, ")")
+		onPath += cp.n
+		unknown = unknown || j.unknown
+		if j.block != "" {
+			affected += cp.n
+			firsts = firstOf(firsts, j.block, cp.first)
+		}
+		lines.count(j.status, j.subject, cp.n)
+	}
+	blocks := inPairOrder(firsts)
+	want := func(a, b *pairClass) bool {
+		p := f.pairAt(min(a.members[0], b.members[0]), max(a.members[0], b.members[0]))
+		if a == b {
+			p = f.pairAt(a.members[0], a.members[1])
+		}
+		findings, subjects := lines.open()
+		j := judge(p)
+		return j.onPath && (findings || subjects && j.subject)
+	}
+	done := func() bool { findings, subjects := lines.open(); return !findings && !subjects }
+	for pr := range f.pairsAmong(cs, want, done) {
+		if j := judge(pr); j.onPath {
+			lines.finding(pr, j.status, j.msg...)
+			if j.subject {
 				lines.subject(pr)
 			}
-		default:
-			lines.finding(pr, Pass, "kernel P2PDMA maps through the IOMMU where it must")
 		}
 	}
+	lines.settle()
 	lines.listFindings(r)
 	n := len(translated)
 	switch {
@@ -210,4 +221,50 @@ func passthroughParam(f *Facts) string {
 		return "add iommu=pt to the kernel command line (keep intel_iommu=on where VT-d must stay on for VFIO)"
 	}
 	return "add iommu.passthrough=1 (arm64 and x86) or iommu=pt (x86 only) to the kernel command line"
+}
+
+// translationJudgement is what judgeTranslation makes of one pair.
+type translationJudgement struct {
+	onPath  bool // a device of the pair is translated
+	status  Status
+	msg     []string
+	subject bool
+	unknown bool
+	block   Capability // what the translation breaks, "" when nothing
+}
+
+// judgeTranslated judges one pair behind a translating IOMMU.
+func (f *Facts) judgeTranslated(pr pair, translated map[pcie.Address]bool, dmabuf dmabufVerdict) translationJudgement {
+	if !translated[pr.a.Address] && !translated[pr.b.Address] {
+		return translationJudgement{}
+	}
+	gpuA, gpuB := pr.a.IsGPU(), pr.b.IsGPU()
+	j := translationJudgement{onPath: true, status: Pass}
+	switch {
+	case gpuA && gpuB:
+		switch f.nvlinkPair(pr.a.Address, pr.b.Address) {
+		case nvlinkUnknown:
+			j.status, j.subject, j.unknown = Unknown, true, true
+			j.msg = []string{"GPU pair behind a translating IOMMU: without NVML it is unknown whether it talks over NVLink (unaffected) or PCIe (unsupported)"}
+		case nvlinkYes:
+			j.msg = []string{"GPU pair talks over NVLink: the IOMMU is not on its path"}
+		default:
+			j.status, j.subject, j.block = Fail, true, CapP2P
+			j.msg = []string{"GPU pair talks over PCIe through a translating IOMMU: unsupported on bare metal"}
+		}
+	case (gpuA && isRDMANIC(pr.b)) || (gpuB && isRDMANIC(pr.a)):
+		switch dmabuf.state {
+		case Pass:
+			j.msg = []string{"GPUDirect RDMA over DMA-BUF maps the GPU through the IOMMU: unaffected"}
+		case Fail:
+			j.status, j.subject, j.block = Fail, true, CapGDR
+			j.msg = []string{"GPUDirect RDMA through nvidia-peermem needs 1:1 addresses (", dmabuf.why, ")"}
+		default:
+			j.status, j.subject, j.unknown = Unknown, true, true
+			j.msg = []string{"GPUDirect RDMA: unaffected over DMA-BUF, broken through nvidia-peermem; whether DMA-BUF is possible is unknown (", dmabuf.why, ")"}
+		}
+	default:
+		j.msg = []string{"kernel P2PDMA maps through the IOMMU where it must"}
+	}
+	return j
 }

@@ -25,10 +25,8 @@ func (f *Facts) nvlinkPair(a, b pcie.Address) nvlink {
 	if ga == nil || gb == nil {
 		return nvlinkUnknown
 	}
-	for _, p := range f.Node.GPU.Pairs {
-		if p.A == ga.Index && p.B == gb.Index && p.P2P.NVLink != nil && *p.P2P.NVLink == gpu.P2POK {
-			return nvlinkYes
-		}
+	if f.nvlinkOK[[2]int{ga.Index, gb.Index}] {
+		return nvlinkYes
 	}
 	if linked(ga.NVLink, "gpu", &b) || linked(gb.NVLink, "gpu", &a) ||
 		linked(ga.NVLink, "switch", nil) && linked(gb.NVLink, "switch", nil) {

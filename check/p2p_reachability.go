@@ -20,35 +20,65 @@ type reachScan struct {
 	refusedGPU, refused, unknown, vmd, users int
 	acsUnknown                               bool
 	why                                      string // the first unknown pair's reason
+	whyPair                                  *pair  // that pair
 	lines                                    pairLines
 }
 
-// add judges one pair for checkReachability.
-func (s *reachScan) add(p pair, v *p2pdma.Verdict) {
-	s.counts[v.MapType]++
+// count judges the pairs of two classes, whose verdicts are alike, for
+// checkReachability; v is the verdict of their first pair.
+func (s *reachScan) count(cp classPair, v *p2pdma.Verdict) {
+	n, p := cp.n, cp.first
+	s.counts[v.MapType] += n
 	kernelUser := p.blocks() == CapNVMeP2P
 	if kernelUser {
-		s.users++
+		s.users += n
 	}
 	switch {
 	case v.MapType == p2pdma.NotSupported && !kernelUser:
-		s.refusedGPU++
+		s.refusedGPU += n
+		s.lines.count(Pass, false, n)
+	case v.MapType == p2pdma.NotSupported:
+		s.refused += n
+		if behindVMD(p.a) || behindVMD(p.b) {
+			s.vmd += n
+		}
+		s.lines.count(Warn, true, n)
+	case v.MapType == p2pdma.Unknown && kernelUser:
+		s.unknown += n
+		s.acsUnknown = s.acsUnknown || v.HasUnknown(p2pdma.ACSUnread)
+		if s.whyPair == nil || p.before(*s.whyPair) {
+			s.whyPair = &p
+		}
+		s.lines.count(Unknown, false, n)
+	}
+}
+
+// makes reports whether the pair p, of verdict v, makes a finding and a subject.
+func (s *reachScan) makes(p pair, v *p2pdma.Verdict) (finding, subject bool) {
+	kernelUser := p.blocks() == CapNVMeP2P
+	switch {
+	case v.MapType == p2pdma.NotSupported:
+		return true, kernelUser
+	case v.MapType == p2pdma.Unknown && kernelUser:
+		return true, false
+	}
+	return false, false
+}
+
+// add lists one pair for checkReachability, counted already.
+func (s *reachScan) add(p pair, v *p2pdma.Verdict) {
+	kernelUser := p.blocks() == CapNVMeP2P
+	switch {
+	case v.MapType == p2pdma.NotSupported && !kernelUser:
 		s.lines.finding(p, Pass, "not-supported for kernel P2PDMA, which GPU peer copies and GPUDirect RDMA do not use: ", v.Reason)
 	case v.MapType == p2pdma.NotSupported:
-		s.refused++
 		s.lines.subject(p)
 		vmd := ""
 		if behindVMD(p.a) || behindVMD(p.b) {
-			s.vmd++
 			vmd = " (an NVMe controller behind Intel VMD)"
 		}
 		s.lines.finding(p, Warn, "not-supported: ", v.Reason, vmd)
 	case v.MapType == p2pdma.Unknown && kernelUser:
-		s.unknown++
-		s.acsUnknown = s.acsUnknown || v.HasUnknown(p2pdma.ACSUnread)
-		if s.why == "" {
-			s.why = v.Reason
-		}
 		s.lines.finding(p, Unknown, "unknown: ", v.Reason)
 	}
 }

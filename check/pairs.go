@@ -76,10 +76,12 @@ func (r role) pairCap(o role) Capability {
 	return CapGDR
 }
 
-// pair is an unordered pair of devices of interest, with their roles.
+// pair is an unordered pair of devices of interest, with their roles and their
+// indices in Facts.devices (i < j).
 type pair struct {
 	a, b   *pcie.Device
 	ra, rb role
+	i, j   int
 }
 
 // blocks returns the capability a problem on p's path stands in the way of.
@@ -93,7 +95,7 @@ func (f *Facts) pairs() iter.Seq[pair] {
 		for i, a := range f.devices {
 			ra := f.roles[i]
 			for j := i + 1; j < len(f.devices); j++ {
-				if rb := f.roles[j]; ra.pairsWith(rb) && !yield(pair{a, f.devices[j], ra, rb}) {
+				if rb := f.roles[j]; ra.pairsWith(rb) && !yield(pair{a, f.devices[j], ra, rb, i, j}) {
 					return
 				}
 			}
@@ -106,11 +108,48 @@ func (f *Facts) pairs() iter.Seq[pair] {
 const maxPairLines = 1000
 
 // pairLines collects a check's per-pair findings and subjects up to
-// maxPairLines each.
+// maxPairLines each. A check that judges classes of pairs (pairClass) counts
+// every finding in total, and lists the first ones pair by pair.
 type pairLines struct {
 	findings  []Finding
 	subjects  []string
 	notListed [len(listOrder)]int // findings past the bound, by status in listOrder
+
+	total    [len(listOrder)]int // findings of each status, listed or not
+	subjectN int                 // subjects, listed or not
+}
+
+// count records n findings of status st ("" for none) and, with subject, n
+// subjects, to be listed by finding and subject as far as the bound allows.
+func (l *pairLines) count(st Status, subject bool, n int) {
+	if i := slices.Index(listOrder[:], st); i >= 0 {
+		l.total[i] += n
+	}
+	if subject {
+		l.subjectN += n
+	}
+}
+
+// open reports whether findings or subjects counted remain to be listed.
+func (l *pairLines) open() (findings, subjects bool) {
+	listed := 0
+	for i := range listOrder {
+		listed += l.total[i]
+	}
+	return len(l.findings) < min(maxPairLines, listed), len(l.subjects) < min(maxPairLines, l.subjectN)
+}
+
+// settle makes the findings not listed those counted less those listed.
+func (l *pairLines) settle() {
+	listed := [len(listOrder)]int{}
+	for _, f := range l.findings {
+		if i := slices.Index(listOrder[:], f.Status); i >= 0 {
+			listed[i]++
+		}
+	}
+	for i := range listOrder {
+		l.notListed[i] = l.total[i] - listed[i]
+	}
 }
 
 // listOrder is the order in which the finding that counts the pairs not listed
@@ -155,27 +194,70 @@ func (l *pairLines) listFindings(r *Result) {
 		Message: fmt.Sprintf("%d more pair(s) not listed (%s): only the first %d are", total, strings.Join(by, ", "), maxPairLines)})
 }
 
-// pairScan is what one pass over the pairs of interest finds for the two checks
-// that judge every pair's kernel verdict, p2p_reachability and acs_path, so
-// that each verdict is computed once for both.
+// pairScan is what judging the pairs of interest finds for the two checks that
+// judge every pair's kernel verdict, p2p_reachability and acs_path, so that each
+// verdict is computed once for both.
 type pairScan struct {
 	n     int // pairs
 	reach reachScan
 	acs   acsScan
 }
 
-// scan returns the pairScan of f, made on first use.
+// scan returns the pairScan of f, made on first use: one verdict per two classes
+// of devices (pairClass) for the counts, then one per pair listed.
 func (f *Facts) scan() *pairScan {
 	f.scanOnce.Do(func() {
 		s := &pairScan{
 			acs: acsScan{bridges: map[pcie.Address]*redirected{}},
 		}
-		for p := range f.pairs() {
-			s.n++
+		cs := f.pairClasses()
+		for cp := range f.classPairs(cs) {
+			v := f.verdict(cp.first)
+			s.n += cp.n
+			s.reach.count(cp, &v)
+			s.acs.count(cp, &v)
+		}
+		if s.reach.whyPair != nil {
+			s.reach.why = f.verdict(*s.reach.whyPair).Reason
+		}
+		// Whether the pairs of two classes make lines, judged once per two.
+		type key struct{ a, b int }
+		lines := map[key][3]bool{}
+		kinds := func(a, b *pairClass) [3]bool {
+			k := key{min(a.id, b.id), max(a.id, b.id)}
+			if l, ok := lines[k]; ok {
+				return l
+			}
+			p := f.pairAt(min(a.members[0], b.members[0]), max(a.members[0], b.members[0]))
+			if a == b {
+				p = f.pairAt(a.members[0], a.members[1])
+			}
+			v := f.verdict(p)
+			finding, subject := s.reach.makes(p, &v)
+			l := [3]bool{finding, subject, s.acs.makes(&v)}
+			lines[k] = l
+			return l
+		}
+		open := func() [3]bool {
+			rf, rs := s.reach.lines.open()
+			_, as := s.acs.lines.open()
+			return [3]bool{rf, rs, as}
+		}
+		want := func(a, b *pairClass) bool {
+			o, l := open(), kinds(a, b)
+			return o[0] && l[0] || o[1] && l[1] || o[2] && l[2]
+		}
+		done := func() bool { return open() == [3]bool{} }
+		for p := range f.pairsAmong(cs, want, done) {
 			v := f.verdict(p)
 			s.reach.add(p, &v)
 			s.acs.add(p, &v)
+			if done() {
+				break
+			}
 		}
+		s.reach.lines.settle()
+		s.acs.finish()
 		f.scanned = s
 	})
 	return f.scanned

@@ -37,7 +37,7 @@ func (s *Summary) summarizePairs(n *node.Node, devs []*pcie.Device) {
 	s.pairs = make([]pairFacts, k*k)
 	calc := p2pdma.NewCalculator(n.Topology, n.P2P())
 	for e, v := range calc.AllEnds(ends) {
-		v = p2pdma.CheckComplete(v, e.Provider, e.Client)
+		v = calc.CheckComplete(v, e.Provider, e.Client)
 		nv := 0
 		if n.GPU != nil && e.Provider.IsGPU() && e.Client.IsGPU() {
 			nv = n.NVLinks(e.Provider, e.Client)

@@ -119,39 +119,89 @@ func Find(entries []Entry, name string) (Entry, bool) {
 	return Entry{}, false
 }
 
-// Model is an nvidia-smi topo -m style grid.
+// MaxGrid is the number of devices the grid has rows and columns for. nvidia-smi
+// prints a grid of every device, but a crafted snapshot (or an unusual machine)
+// can hold thousands: the grid then covers the first MaxGrid devices, and
+// Model.Pairs counts every pair by class. No node built today comes near: an
+// eight-GPU HGX node has about 30 devices of interest.
+const MaxGrid = 128
+
+// Model is an nvidia-smi topo -m style grid. Its memory is linear in the devices:
+// cells are classed when asked for.
 type Model struct {
 	Entries []Entry
-	// Cells[i][j] is the class between entry i and entry j ("X" on the diagonal):
-	// NV# with NVLinks, else PIX, PXB, PHB, NODE or SYS (pathclass.NVSMI).
-	Cells [][]string
 	// CPUAffinity and NUMAAffinity per entry: local_cpulist and numa_node, "N/A"
 	// when unknown.
 	CPUAffinity, NUMAAffinity []string
 	// NVLink reports whether NVLink counts were known (NVML was asked), so NV#
 	// cells may appear.
 	NVLink bool
+	// Grid is the number of entries the grid covers: all of them, or the first
+	// MaxGrid.
+	Grid int
+	// Pairs counts the unordered pairs of distinct entries, all of them, by the
+	// text of their cell ("PIX", "NV18", ...).
+	Pairs map[string]int
+
+	classes *pathclass.Classes
+	nvlinks func(a, b *pcie.Device) int
 }
 
-// Build labels the devices of interest among devs and classes every pair.
-// nvlinks gives the number of NVLinks joining two GPUs; nil means NVLink is not
-// known, and no cell is NV#.
+// Build labels the devices of interest among devs (every function of a topology)
+// and counts their pairs by class. nvlinks gives the number of NVLinks joining two
+// GPUs; nil means NVLink is not known, and no cell is NV#.
+//
+// Counting takes work linear in the devices (pathclass.Classes.PairCounts), except
+// with NVLink known, when every pair of GPUs is asked for its NVLinks.
 func Build(devs []*pcie.Device, nvlinks func(a, b *pcie.Device) int) Model {
-	m := Model{Entries: Label(devs), NVLink: nvlinks != nil}
-	m.Cells = make([][]string, len(m.Entries))
-	for i, a := range m.Entries {
-		m.CPUAffinity = append(m.CPUAffinity, orNA(a.Device.LocalCPUList))
-		m.NUMAAffinity = append(m.NUMAAffinity, numaText(a.Device))
-		m.Cells[i] = make([]string, len(m.Entries))
-		for j, b := range m.Entries {
-			nv := 0
-			if nvlinks != nil && i != j && a.Role == GPU && b.Role == GPU {
-				nv = nvlinks(a.Device, b.Device)
+	m := Model{Entries: Label(devs), NVLink: nvlinks != nil, classes: pathclass.NewClasses(devs), nvlinks: nvlinks}
+	m.Grid = min(len(m.Entries), MaxGrid)
+	ends := make([]*pcie.Device, len(m.Entries))
+	for i, e := range m.Entries {
+		ends[i] = e.Device
+		m.CPUAffinity = append(m.CPUAffinity, orNA(e.Device.LocalCPUList))
+		m.NUMAAffinity = append(m.NUMAAffinity, numaText(e.Device))
+	}
+	m.Pairs = map[string]int{}
+	for c, n := range m.classes.PairCounts(ends) {
+		m.Pairs[c.String()] += n
+	}
+	if nvlinks != nil {
+		// An NVLink pair shows NV# instead of its PCIe class.
+		var gpus []*pcie.Device
+		for _, e := range m.Entries {
+			if e.Role == GPU {
+				gpus = append(gpus, e.Device)
 			}
-			m.Cells[i][j] = pathclass.NVSMI(a.Device, b.Device, nv).String()
+		}
+		for i, a := range gpus {
+			for _, b := range gpus[i+1:] {
+				if nv := nvlinks(a, b); nv > 0 {
+					pci := m.classes.NVSMI(a, b, 0).String()
+					if m.Pairs[pci]--; m.Pairs[pci] == 0 {
+						delete(m.Pairs, pci)
+					}
+					m.Pairs[pathclass.Result{Class: pathclass.NV, NVLinks: nv}.String()]++
+				}
+			}
 		}
 	}
 	return m
+}
+
+// Cell returns the class between entries i and j ("X" on the diagonal): NV# with
+// NVLinks, else PIX, PXB, PHB, NODE or SYS (pathclass.NVSMI). A Model not made by
+// Build has no NVLink counts.
+func (m *Model) Cell(i, j int) string {
+	a, b := m.Entries[i], m.Entries[j]
+	nv := 0
+	if m.nvlinks != nil && i != j && a.Role == GPU && b.Role == GPU {
+		nv = m.nvlinks(a.Device, b.Device)
+	}
+	if m.classes == nil {
+		return pathclass.NVSMI(a.Device, b.Device, nv).String()
+	}
+	return m.classes.NVSMI(a.Device, b.Device, nv).String()
 }
 
 // numaText is the NUMA node, or "N/A" when unknown or -1 (no node given by the

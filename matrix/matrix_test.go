@@ -1,6 +1,7 @@
 package matrix_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,7 +26,11 @@ type row struct {
 func rows(m matrix.Model) []row {
 	var out []row
 	for i, e := range m.Entries {
-		out = append(out, row{e.Label, e.Role.String(), e.Device.Address.String(), m.CPUAffinity[i], m.NUMAAffinity[i], m.Cells[i]})
+		var cells []string
+		for j := range m.Grid {
+			cells = append(cells, m.Cell(i, j))
+		}
+		out = append(out, row{e.Label, e.Role.String(), e.Device.Address.String(), m.CPUAffinity[i], m.NUMAAffinity[i], cells})
 	}
 	return out
 }
@@ -59,6 +64,16 @@ func TestBuild(t *testing.T) {
 			m := matrix.Build(load(t, tt.machine).Devices, tt.nvlinks)
 			if diff := cmp.Diff(tt.want, rows(m)); diff != "" {
 				t.Errorf("Build (-want +got):\n%s", diff)
+			}
+			// The counts are those of the grid's cells above the diagonal.
+			want := map[string]int{}
+			for i := range m.Grid {
+				for j := i + 1; j < m.Grid; j++ {
+					want[m.Cell(i, j)]++
+				}
+			}
+			if diff := cmp.Diff(want, m.Pairs); diff != "" {
+				t.Errorf("Pairs (-cells +got):\n%s", diff)
 			}
 		})
 	}
@@ -110,5 +125,33 @@ func TestRoles(t *testing.T) {
 	want := []string{"NVME0 0000:01:00.0", "NVME1 10000:e1:00.0", "NVME2 10000:e2:00.0"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("vmd labels (-want +got):\n%s", diff)
+	}
+}
+
+// TestBuildLarge: 20,000 GPUs on one root bus, as a crafted snapshot holds them (an
+// n×n grid was 400 million cells). The model keeps memory linear in the devices, the
+// grid covers MaxGrid of them, and every pair is counted.
+func TestBuildLarge(t *testing.T) {
+	const n = 20_000
+	recs := make([]pcie.Record, n)
+	for i := range recs {
+		a := pcie.Address{Bus: uint8(i >> 8), Device: uint8(i>>3) & 0x1f, Function: uint8(i & 7)}
+		recs[i] = pcie.Record{Address: a, Path: "pci0000:00/" + a.String(), Vendor: 0x10de, Device: 0x2335, Class: 0x030200}
+	}
+	top := pcie.NewTopology(recs)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m := matrix.Build(top.Devices, nil)
+	runtime.ReadMemStats(&after)
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(n*1024); got > limit {
+		t.Errorf("Build allocated %d bytes for %d GPUs, want at most %d", got, n, limit)
+	}
+	if m.Grid != matrix.MaxGrid || len(m.Entries) != n {
+		t.Errorf("grid of %d of %d entries, want %d of %d", m.Grid, len(m.Entries), matrix.MaxGrid, n)
+	}
+	// One root bus, no bridge: every pair goes through the host bridge.
+	if diff := cmp.Diff(map[string]int{"PHB": n * (n - 1) / 2}, m.Pairs); diff != "" {
+		t.Errorf("Pairs (-want +got):\n%s", diff)
 	}
 }

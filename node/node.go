@@ -112,6 +112,9 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		n.Warnings = append(n.Warnings, err)
 	}
 	n.Topology = pcie.NewTopology(recs)
+	if err := depthWithin(n.Topology, root.Budget().PCIDepth); err != nil {
+		return nil, err
+	}
 	// The topology's errors hold each record's read error and what decoding and
 	// placing the functions found.
 	n.Warnings = append(n.Warnings, n.Topology.Errors...)
@@ -129,4 +132,17 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		}
 	}
 	return n, nil
+}
+
+// depthWithin refuses a tree with a function below more than limit bridges
+// (hostfs.Budget.PCIDepth). Parents are found by address (pcie.NewTopology), so
+// functions whose sysfs paths are short can still form a chain of any depth.
+func depthWithin(t *pcie.Topology, limit int) error {
+	for _, d := range t.Devices {
+		if d.Depth() > limit {
+			return fmt.Errorf("node: %s: %d bridges above it: %w", d.Address, d.Depth(),
+				&hostfs.BudgetError{Limit: "PCIDepth", Value: int64(limit), What: "bridges above a function"})
+		}
+	}
+	return nil
 }

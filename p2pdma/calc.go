@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/p2pkit/p2pkit/internal/forest"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -51,14 +52,27 @@ type Verdict struct {
 // noRedirect is the ACSRedirect of verdicts without redirection: empty, not nil.
 var noRedirect = []pcie.Address{}
 
-// devInfo is what the Calculator precomputes for one function.
+// devInfo is what the Calculator precomputes for one function. The chain the kernel
+// walks from it (pci_upstream_bridge() applied repeatedly) is its path to the root in
+// the Calculator's forest; what a pair needs of two chains is read from counts and
+// nearest-function links kept per function, so that a pair costs O(log depth)
+// steps, not a walk of both chains.
 type devInfo struct {
 	addr  pcie.Address
 	bdf   string
-	chain []int32 // the function, then pci_upstream_bridge() applied repeatedly
-	loop  bool    // the chain did not end within maxChain
-	redir tri     // pci_bridge_has_acs_redir(): no, yes, maybe (ACS not read)
-	hb    int32   // host bridge index, -1 when unknown
+	loop  bool // the chain does not end within maxChain
+	redir tri  // pci_bridge_has_acs_redir(): no, yes, maybe (ACS not read)
+	hb    int32
+	// yes and maybe count the functions of the chain, this one included, with ACS
+	// redirect set and with ACS not read; nearYes and nearMaybe are the nearest of
+	// them on the chain (this function first), -1 when there is none.
+	yes, maybe         int32
+	nearYes, nearMaybe int32
+	// nearGap and nearBad are the nearest functions of the chain (this one first)
+	// whose link to the next is not known (the owner of the link, the function or
+	// its PF, has pcie.Device.PathIncomplete) or cannot exist (its parent is an
+	// endpoint: pcie.Device.BelowEndpoint); -1 when there is none.
+	nearGap, nearBad int32
 
 	busReason  string // reason when this function is the common bridge of a bus-addr pair
 	acsNotRead string // reason of an Unknown verdict that hinges on this function's ACS
@@ -90,6 +104,8 @@ type hostOutcome struct {
 type Calculator struct {
 	plat  Platform
 	index map[*pcie.Device]int32
+	funcs []*pcie.Device // by index
+	tree  *forest.Forest // chains: a function's parent is pci_upstream_bridge()
 	devs  []devInfo
 	hosts []hostInfo
 	// noCommon[i*len(hosts)+j] is the outcome for a provider below host bridge i and
@@ -108,8 +124,10 @@ func Calc(t *pcie.Topology, plat Platform, provider, client *pcie.Device) Verdic
 	return newCalculator(t, plat, provider, client).Calc(provider, client)
 }
 
-// NewCalculator precomputes, for every function of t, its upstream chain, its ACS
-// redirect state and its host bridge, and for every host bridge its whitelist state.
+// NewCalculator precomputes, for every function of t, its upstream chain (as a
+// forest with lowest-common-ancestor tables, internal/forest), its ACS redirect state
+// and its host bridge, and for every host bridge its whitelist state: O(n log depth)
+// work and memory.
 func NewCalculator(t *pcie.Topology, plat Platform) *Calculator {
 	return newCalculator(t, plat)
 }
@@ -154,21 +172,21 @@ func newCalculator(t *pcie.Topology, plat Platform, extra ...*pcie.Device) *Calc
 			add(d)
 		}
 	}
-	// order grows while chains are built: an upstream bridge missing from
+	// order grows while parents are indexed: an upstream bridge missing from
 	// t.Devices is indexed too.
+	var parent []int32
 	for i := 0; i < len(order); i++ {
 		d := order[i]
-		info := devInfo{addr: d.Address, bdf: d.Address.String(), hb: addHost(d.HostBridge)}
-		for x := d; x != nil; x = x.Upstream() {
-			if len(info.chain) == maxChain {
-				info.loop = true
-				break
-			}
-			info.chain = append(info.chain, add(x))
+		up := int32(-1)
+		if u := d.Upstream(); u != nil {
+			up = add(u)
 		}
-		info.redir = acsRedirState(d)
-		c.devs = append(c.devs, info)
+		parent = append(parent, up)
+		c.devs = append(c.devs, devInfo{addr: d.Address, bdf: d.Address.String(), hb: addHost(d.HostBridge), redir: acsRedirState(d)})
 	}
+	c.funcs = order
+	c.tree = forest.New(parent)
+	c.fillChains()
 	for i := range c.devs {
 		c.devs[i].describe()
 	}
@@ -186,6 +204,58 @@ func newCalculator(t *pcie.Topology, plat Platform, extra ...*pcie.Device) *Calc
 		unknown: UnknownFact{Kind: HostBridgeUnknown}}
 	return c
 }
+
+// fillChains sets what devInfo keeps of each function's chain, parents first.
+func (c *Calculator) fillChains() {
+	for _, x := range c.tree.TopDown() {
+		d := &c.devs[x]
+		d.nearYes, d.nearMaybe, d.nearGap, d.nearBad = -1, -1, -1, -1
+		d.loop = c.tree.Depth(x) >= maxChain || c.tree.Cut(x) // a cut link closed a cycle
+		if p := c.tree.Parent(x); p >= 0 {
+			up := &c.devs[p]
+			d.yes, d.maybe = up.yes, up.maybe
+			d.nearYes, d.nearMaybe, d.nearGap, d.nearBad = up.nearYes, up.nearMaybe, up.nearGap, up.nearBad
+			d.loop = d.loop || up.loop
+		}
+		switch d.redir {
+		case yes:
+			d.yes++
+			d.nearYes = x
+		case maybe:
+			d.maybe++
+			d.nearMaybe = x
+		}
+		owner := c.linkOwner(x)
+		if owner.PathIncomplete {
+			d.nearGap = x
+		}
+		if owner.BelowEndpoint {
+			d.nearBad = x
+		}
+	}
+}
+
+// linkOwner returns the function whose link to its parent x's chain takes: x, or
+// for a VF its PF.
+func (c *Calculator) linkOwner(x int32) *pcie.Device {
+	if pf := c.funcs[x].PF; pf != nil {
+		return pf
+	}
+	return c.funcs[x]
+}
+
+// chainLen is the number of functions of x's chain the kernel walks: the function
+// and its upstream bridges, at most maxChain.
+func (c *Calculator) chainLen(x int32) int { return min(c.tree.Depth(x)+1, maxChain) }
+
+// below reports whether y, a function of a chain, lies below top on it (top -1: the
+// chain's end, so any y), y -1 meaning none.
+func (c *Calculator) below(y, top int32) bool {
+	return y >= 0 && (top < 0 || c.tree.Depth(y) > c.tree.Depth(top))
+}
+
+// next returns the function after y on its chain, -1 at the end.
+func (c *Calculator) next(y int32) int32 { return c.tree.Parent(y) }
 
 // acsRedirState mirrors pci_bridge_has_acs_redir() in drivers/pci/p2pdma.c: true
 // when the function has an ACS capability and any of RR, CR, EC is set in its ACS
@@ -350,7 +420,20 @@ func (c *Calculator) Calc(provider, client *pcie.Device) Verdict {
 		v.Unknowns = []UnknownFact{{Kind: NotInTopology}}
 		return v
 	}
-	return c.calc(pi, ci)
+	return c.calc(pi, ci, true)
+}
+
+// Brief is Calc, less the whole list of unread ACS: Unknowns holds only the first
+// function on the path whose ACS was not read (there may be one per bridge of the
+// path), so that a caller judging many pairs by their verdicts' kinds does no work
+// in the length of the path. Every other field is Calc's.
+func (c *Calculator) Brief(provider, client *pcie.Device) Verdict {
+	pi, okP := c.index[provider]
+	ci, okC := c.index[client]
+	if !okP || !okC {
+		return c.Calc(provider, client)
+	}
+	return c.calc(pi, ci, false)
 }
 
 // All yields the verdict of every ordered pair of distinct functions of devices,
@@ -374,7 +457,7 @@ func (c *Calculator) All(devices []*pcie.Device) iter.Seq[Verdict] {
 				if idx[i] < 0 || idx[j] < 0 {
 					v = c.Calc(p, q)
 				} else {
-					v = c.calc(idx[i], idx[j])
+					v = c.calc(idx[i], idx[j], true)
 				}
 				if !yield(v) {
 					return
@@ -385,8 +468,9 @@ func (c *Calculator) All(devices []*pcie.Device) iter.Seq[Verdict] {
 }
 
 // calc mirrors calc_map_type_and_dist() in drivers/pci/p2pdma.c (identical from 5.9
-// through the newest PCI tree examined).
-func (c *Calculator) calc(pi, ci int32) Verdict {
+// through the newest PCI tree examined); full lists every function of the path whose
+// ACS was not read, else only the first (see Brief).
+func (c *Calculator) calc(pi, ci int32, full bool) Verdict {
 	p, q := &c.devs[pi], &c.devs[ci]
 	v := Verdict{Provider: p.addr, Client: q.addr, ACSRedirect: noRedirect}
 	if k := c.plat.Kernel; !k.IsZero() && k.Compare(kernelFirstP2PDMA) < 0 {
@@ -396,17 +480,18 @@ func (c *Calculator) calc(pi, ci int32) Verdict {
 		return v
 	}
 	// The kernel walks the provider up one bridge at a time and, at each, walks the
-	// client up looking for it; the first hit is the common upstream bridge.
-	for da, a := range p.chain {
-		for db, b := range q.chain {
-			if a == b {
-				return c.common(v, p, q, a, da, db)
-			}
+	// client up looking for it; the first hit is the common upstream bridge: the
+	// lowest common ancestor of the two in the forest of chains, when the kernel's
+	// walks of at most maxChain steps reach it.
+	if top := c.tree.LCA(pi, ci); top >= 0 {
+		da, db := c.tree.Depth(pi)-c.tree.Depth(top), c.tree.Depth(ci)-c.tree.Depth(top)
+		if da < maxChain && db < maxChain {
+			return c.impossible(c.common(v, pi, ci, top, da, db, full), pi, ci, top)
 		}
 	}
 	// No common upstream bridge: the distance is both chains' lengths, and ACS hits
 	// met on the way are ignored.
-	v.Distance = len(p.chain) + len(q.chain)
+	v.Distance = c.chainLen(pi) + c.chainLen(ci)
 	var out hostOutcome
 	switch {
 	case p.loop || q.loop:
@@ -421,47 +506,68 @@ func (c *Calculator) calc(pi, ci int32) Verdict {
 	if out.unknown.Kind != 0 {
 		v.Unknowns = []UnknownFact{out.unknown}
 	}
+	return c.impossible(v, pi, ci, -1)
+}
+
+// impossible makes v Unknown when either walk, up to top (exclusive; -1: the whole
+// chains), crosses a link the kernel cannot have built: a function below an
+// endpoint (pcie.Device.BelowEndpoint). The kernel enumerates no such tree, so it
+// has no verdict to mirror.
+func (c *Calculator) impossible(v Verdict, pi, ci, top int32) Verdict {
+	for _, x := range [2]int32{pi, ci} {
+		y := c.devs[x].nearBad
+		if !c.below(y, top) {
+			continue
+		}
+		u := UnknownFact{Kind: TreeImpossible, Device: &c.linkOwner(y).Address}
+		v.MapType = Unknown
+		v.Reason = "the kernel cannot build this tree: " + u.String() + "; so there is no kernel verdict to mirror"
+		v.Fix = nil
+		v.Unknowns = append(v.Unknowns, u)
+		return v
+	}
 	return v
 }
 
-// common finishes calc() once the common upstream bridge is found: the provider's
-// chain up to and including it and the client's chain below it are checked for ACS
-// redirect, in that order.
-func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Verdict {
+// common finishes calc() once the common upstream bridge top is found, da and db
+// steps above the provider pi and the client ci: the provider's chain up to and
+// including top and the client's chain below it are checked for ACS redirect, in
+// that order.
+func (c *Calculator) common(v Verdict, pi, ci, top int32, da, db int, full bool) Verdict {
+	p, q, t := &c.devs[pi], &c.devs[ci], &c.devs[top]
 	v.Distance = da + db
-	v.Common = &c.devs[top].addr
-	provSide, clientSide := p.chain[:da+1], q.chain[:db]
-	var redir, unread int
-	firstUnread := int32(-1)
-	for _, s := range [2][]int32{provSide, clientSide} {
-		for _, x := range s {
-			switch c.devs[x].redir {
-			case yes:
-				redir++
-			case maybe:
-				if unread == 0 {
-					firstUnread = x
-				}
-				unread++
-			}
-		}
+	v.Common = &t.addr
+	// Counts on the provider's side (top included) and the client's (top excluded).
+	redir := p.yes - t.yes + q.yes - t.yes
+	unread := p.maybe - t.maybe + q.maybe - t.maybe
+	switch t.redir {
+	case yes:
+		redir++
+	case maybe:
+		unread++
 	}
 	if redir == 0 && unread == 0 {
 		v.MapType = BusAddr
-		if p == q {
+		if pi == ci {
 			v.Reason = selfReason
 		} else {
-			v.Reason = c.devs[top].busReason
+			v.Reason = t.busReason
 		}
 		return v
 	}
+	firstUnread := int32(-1)
 	if unread > 0 {
+		if !full {
+			unread = 1
+		}
 		v.Unknowns = make([]UnknownFact, 0, unread)
-		for _, s := range [2][]int32{provSide, clientSide} {
-			for _, x := range s {
-				if d := &c.devs[x]; d.redir == maybe {
-					v.Unknowns = append(v.Unknowns, UnknownFact{Kind: ACSUnread, Device: &d.addr})
+		// The provider's side up to top, then the client's below it.
+		for _, side := range [2]struct{ from, above int32 }{{pi, c.next(top)}, {ci, top}} {
+			for x := c.devs[side.from].nearMaybe; c.below(x, side.above) && len(v.Unknowns) < int(unread); x = c.nextMaybe(x) {
+				if firstUnread < 0 {
+					firstUnread = x
 				}
+				v.Unknowns = append(v.Unknowns, UnknownFact{Kind: ACSUnread, Device: &c.devs[x].addr})
 			}
 		}
 	}
@@ -472,7 +578,7 @@ func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Ver
 		v.Reason = c.devs[firstUnread].acsNotRead
 		return v
 	}
-	e := c.redirected(provSide, clientSide, p.hb, q.hb)
+	e := c.redirected(pi, ci, top)
 	v.MapType, v.ACSRedirect, v.Reason, v.Fix = e.mapType, e.redirect, e.reason, e.fix
 	if e.unknown.Kind != 0 {
 		v.Unknowns = append(v.Unknowns, e.unknown)
@@ -480,10 +586,27 @@ func (c *Calculator) common(v Verdict, p, q *devInfo, top int32, da, db int) Ver
 	return v
 }
 
+// nextMaybe returns the nearest function above x on its chain whose ACS was not
+// read, -1 when there is none.
+func (c *Calculator) nextMaybe(x int32) int32 {
+	if p := c.next(x); p >= 0 {
+		return c.devs[p].nearMaybe
+	}
+	return -1
+}
+
+// nextYes is nextMaybe for functions with ACS redirect set.
+func (c *Calculator) nextYes(x int32) int32 {
+	if p := c.next(x); p >= 0 {
+		return c.devs[p].nearYes
+	}
+	return -1
+}
+
 // redirectKey identifies the part of a verdict that ACS redirection decides: the
 // chain segments checked on each side, each trimmed of leading functions without
-// redirect set (a segment is then the first n elements of its first function's
-// chain), and the two host bridges.
+// redirect set (a segment is then the first n functions of its first function's
+// chain; -1, 0 when none is left), and the two host bridges.
 type redirectKey struct {
 	p, pn, q, qn, hp, hq int32
 }
@@ -497,24 +620,18 @@ type redirectEntry struct {
 	unknown  UnknownFact
 }
 
-// trim drops the leading functions of seg that have no redirect set, returning the
-// rest as (first function, length), or (-1, 0) when none is left.
-func (c *Calculator) trim(seg []int32) (int32, int32) {
-	for i, x := range seg {
-		if c.devs[x].redir == yes {
-			return x, int32(len(seg) - i)
-		}
+// redirected returns the verdict part for the pair pi, ci with ACS redirect on the
+// path below and at top, computing it once per key: the pairs of a large tree share
+// few distinct ones.
+func (c *Calculator) redirected(pi, ci, top int32) *redirectEntry {
+	k := redirectKey{p: -1, q: -1, hp: c.devs[pi].hb, hq: c.devs[ci].hb}
+	dt := int32(c.tree.Depth(top))
+	if x := c.devs[pi].nearYes; c.below(x, c.next(top)) {
+		k.p, k.pn = x, int32(c.tree.Depth(x))-dt+1
 	}
-	return -1, 0
-}
-
-// redirected returns the verdict part for a pair with ACS redirect on the path,
-// computing it once per key: the pairs of a large tree share few distinct ones.
-func (c *Calculator) redirected(provSide, clientSide []int32, hp, hq int32) *redirectEntry {
-	var k redirectKey
-	k.p, k.pn = c.trim(provSide)
-	k.q, k.qn = c.trim(clientSide)
-	k.hp, k.hq = hp, hq
+	if x := c.devs[ci].nearYes; c.below(x, top) {
+		k.q, k.qn = x, int32(c.tree.Depth(x))-dt
+	}
 	c.mu.RLock()
 	e := c.redirects[k]
 	c.mu.RUnlock()
@@ -523,20 +640,23 @@ func (c *Calculator) redirected(provSide, clientSide []int32, hp, hq int32) *red
 	}
 	e = &redirectEntry{}
 	var names []string
-	for _, seg := range [2][]int32{c.segment(k.p, k.pn), c.segment(k.q, k.qn)} {
-		for _, x := range seg {
-			if d := &c.devs[x]; d.redir == yes {
-				e.redirect = append(e.redirect, d.addr)
-				names = append(names, d.bdf)
-			}
+	for _, seg := range [2][2]int32{{k.p, k.pn}, {k.q, k.qn}} {
+		if seg[0] < 0 {
+			continue
+		}
+		end := int32(c.tree.Depth(seg[0])) - seg[1] // depth just above the segment
+		for x := seg[0]; x >= 0 && int32(c.tree.Depth(x)) > end; x = c.nextYes(x) {
+			d := &c.devs[x]
+			e.redirect = append(e.redirect, d.addr)
+			names = append(names, d.bdf)
 		}
 	}
 	e.fix = &Fix{Bridges: e.redirect}
 	why := fmt.Sprintf("ACS redirect is set on %s, between the client and provider, so the kernel treats "+
 		"the path as one through the root complex", strings.Join(names, ", "))
 	out := c.noHost
-	if hp >= 0 && hq >= 0 {
-		out = c.hostCase(hp, hq, why)
+	if k.hp >= 0 && k.hq >= 0 {
+		out = c.hostCase(k.hp, k.hq, why)
 	}
 	e.mapType, e.reason, e.unknown = out.mapType, out.text, out.unknown
 	c.mu.Lock()
@@ -549,10 +669,82 @@ func (c *Calculator) redirected(provSide, clientSide []int32, hp, hq int32) *red
 	return e
 }
 
-// segment returns the first n elements of x's chain.
-func (c *Calculator) segment(x, n int32) []int32 {
-	if n == 0 {
-		return nil
+// Twins partitions devices, distinct functions of the Calculator's topology, into
+// classes of functions that every verdict treats alike, so that a caller counting
+// the verdicts of many pairs (the report) can judge one pair per two classes instead
+// of every pair. It returns each device's class, numbered from 0 in order of first
+// appearance.
+//
+// Two functions are twins when neither has one of devices below it, both have the
+// same host bridge, the same ACS state (not set, or not read), the same link state
+// (pcie.Device.PathIncomplete, BelowEndpoint) and below maxChain bridges, and their
+// chains meet at the same function above them, climbing through bridges that have
+// none of devices but them below, no ACS redirect set or unread, and links that are
+// known and possible. For twins x and y and any other function z of devices, the
+// verdicts of (x, z) and (y, z), both ways, and of (x, y) and (y, x) agree in map
+// type, in ACSRedirect and Fix and in the kinds of their unknowns; Distance, Reason
+// and the functions unknowns name may differ. A function with ACS redirect set is
+// a class of its own, since the verdicts name it.
+func (c *Calculator) Twins(devices []*pcie.Device) []int32 {
+	idx := make([]int32, len(devices))
+	below := make([]int32, len(c.devs)) // functions of devices at or below each function
+	for i, d := range devices {
+		x, ok := c.index[d]
+		if !ok {
+			x = -1
+		}
+		idx[i] = x
 	}
-	return c.devs[x].chain[:n]
+	for _, x := range idx {
+		if x >= 0 {
+			below[x]++
+		}
+	}
+	td := c.tree.TopDown()
+	for i := len(td) - 1; i >= 0; i-- {
+		if x := td[i]; below[x] > 0 {
+			if p := c.tree.Parent(x); p >= 0 {
+				below[p] += below[x]
+			}
+		}
+	}
+	type key struct {
+		meet      int32 // where the chain leaves the bridges above it alone, -1 at its end
+		hb        int32
+		redir     tri
+		gap, bad  bool
+		singleton int32 // the function itself, for a class of its own; -1 otherwise
+	}
+	classes := map[key]int32{}
+	out := make([]int32, len(devices))
+	for i, x := range idx {
+		k := key{meet: -1, singleton: -1}
+		if x < 0 || below[x] > 1 || c.devs[x].redir == yes || c.devs[x].loop {
+			k.singleton = int32(i)
+		} else {
+			d := &c.devs[x]
+			k.hb, k.redir = d.hb, d.redir
+			owner := c.linkOwner(x)
+			k.gap, k.bad = owner.PathIncomplete, owner.BelowEndpoint
+			k.meet = c.next(x)
+			for k.meet >= 0 && below[k.meet] == 1 && c.transparent(k.meet) {
+				k.meet = c.next(k.meet)
+			}
+		}
+		id, ok := classes[k]
+		if !ok {
+			id = int32(len(classes))
+			classes[k] = id
+		}
+		out[i] = id
+	}
+	return out
+}
+
+// transparent reports whether a verdict whose walk passes x leaves it out: no ACS
+// redirect set or unread at x, and x's link to the next function known and possible.
+func (c *Calculator) transparent(x int32) bool {
+	d := &c.devs[x]
+	owner := c.linkOwner(x)
+	return d.redir == no && !d.loop && !owner.PathIncomplete && !owner.BelowEndpoint
 }

@@ -20,7 +20,7 @@ func TestCheckComplete(t *testing.T) {
 	topo, plat := loadFS(t, testsupport.OpenRoot(t, root))
 	gpu0, gpu1 := topo.Device(m.Func("gpu0").Address()), topo.Device(m.Func("gpu1").Address())
 	calc := NewCalculator(topo, plat)
-	if v := CheckComplete(calc.Calc(gpu0, gpu1), gpu0, gpu1); v.MapType == Unknown {
+	if v := calc.CheckComplete(calc.Calc(gpu0, gpu1), gpu0, gpu1); v.MapType == Unknown {
 		t.Fatalf("complete tree: verdict %s (%s), want the kernel's", v.MapType, v.Reason)
 	}
 
@@ -39,14 +39,14 @@ func TestCheckComplete(t *testing.T) {
 		if pair[0] == 1 {
 			a, b = gpu1, gpu0
 		}
-		v := CheckComplete(calc.Calc(a, b), a, b)
+		v := calc.CheckComplete(calc.Calc(a, b), a, b)
 		if v.MapType != Unknown || v.Fix != nil || !strings.Contains(v.Reason, gpu1.Address.String()) || !v.HasUnknown(ParentUnknown) {
 			t.Errorf("%s -> %s: %s, fix %v, reason %q, unknowns %q; want unknown naming %s", a.Address, b.Address, v.MapType, v.Fix, v.Reason, v.Unknowns, gpu1.Address)
 		}
 	}
 	// gpu0's own walk to its root port never meets the gap.
 	rp := gpu0.Ancestors()[len(gpu0.Ancestors())-1]
-	if v := CheckComplete(calc.Calc(gpu0, rp), gpu0, rp); v.MapType == Unknown {
+	if v := calc.CheckComplete(calc.Calc(gpu0, rp), gpu0, rp); v.MapType == Unknown {
 		t.Errorf("gpu0 -> root port: unknown (%s); the gap is not on its walk", v.Reason)
 	}
 }

@@ -32,13 +32,16 @@ const (
 	ParentUnknown
 	// NotInTopology: the provider or the client is not in the topology.
 	NotInTopology
+	// TreeImpossible: Device sits below an endpoint (pcie.Device.BelowEndpoint), a
+	// tree the kernel cannot build: it scans a secondary bus only below a bridge.
+	TreeImpossible
 )
 
 // UnknownFact is one fact a verdict depends on that could not be read.
 type UnknownFact struct {
 	Kind UnknownKind
-	// Device is the function whose fact is missing, for ACSUnread, PortTypeUnread
-	// and ParentUnknown; nil otherwise.
+	// Device is the function whose fact is missing, for ACSUnread, PortTypeUnread,
+	// ParentUnknown and TreeImpossible; nil otherwise.
 	Device *pcie.Address
 	// Detail is the sentence of kinds whose wording needs more than Device (which
 	// whitelist entry, which kernel); empty for the others, whose sentence String
@@ -72,6 +75,8 @@ func (u UnknownFact) String() string {
 		return "the parent of " + dev + " is not known (its sysfs path names a bridge that was not read, or a loop)"
 	case NotInTopology:
 		return notInTopology
+	case TreeImpossible:
+		return dev + " sits below an endpoint, which has no secondary bus (a tree the kernel cannot build)"
 	}
 	return "unknown"
 }

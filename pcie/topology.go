@@ -38,6 +38,15 @@ type Device struct {
 	// inconsistent records made.
 	PathIncomplete bool
 
+	// BelowEndpoint is set when Parent is a function known to have no secondary
+	// bus (a type-0 header: an endpoint, a VF, a host bridge function). The kernel
+	// cannot build such a tree: it scans a bus below a bridge only
+	// (drivers/pci/probe.c pci_scan_bridge_extend), so a corrupt or crafted tree
+	// made it. The function is kept where its path puts it, Topology.Errors says
+	// which endpoint has functions below it, and verdicts through the link are
+	// not to be trusted.
+	BelowEndpoint bool
+
 	// Names from pci.ids; empty when no database was found.
 	VendorName, DeviceName, ClassName, SubsystemName string
 
@@ -155,6 +164,7 @@ func NewTopology(recs []Record) *Topology {
 		pf.VFs = append(pf.VFs, d)
 	}
 	t.breakCycles()
+	t.markBelowEndpoints()
 	t.fillDepths()
 	t.findSwitches()
 	return t
@@ -332,6 +342,31 @@ func (t *Topology) breakCycles() {
 			state[x] = done
 		}
 	}
+}
+
+// markBelowEndpoints sets BelowEndpoint on every function whose parent is known to
+// be no bridge, and reports each such parent once.
+func (t *Topology) markBelowEndpoints() {
+	for _, p := range t.Devices {
+		if len(p.Children) == 0 || !p.knownEndpoint() {
+			continue
+		}
+		for _, c := range p.Children {
+			c.BelowEndpoint = true
+		}
+		t.fail(p.Address, fmt.Errorf("%d function(s) below it (the first %s), but it has a type-0 header and no "+
+			"secondary bus: the kernel cannot build this tree, so verdicts through it are unknown", len(p.Children), p.Children[0].Address))
+	}
+}
+
+// knownEndpoint reports whether d is known to have no secondary bus: its header
+// type was read and is not a bridge's, or, without config space, its class is
+// known and is not a bridge's.
+func (d *Device) knownEndpoint() bool {
+	if d.Config == nil && d.Class == 0 {
+		return false // neither header nor class was read
+	}
+	return !d.IsBridge()
 }
 
 // fillDepths sets every device's depth, the length of its Upstream() chain, visiting

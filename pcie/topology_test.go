@@ -809,3 +809,48 @@ func TestDeepChainLinear(t *testing.T) {
 		t.Errorf("CommonUpstream = %v %d %d", c, da, db)
 	}
 }
+
+// TestBelowEndpoint: functions whose parent has a type-0 header (a GPU below a GPU,
+// a bridge below an NVMe controller) form a tree the kernel cannot build. They are
+// kept where their paths put them, marked, and each such parent is reported once;
+// a parent whose type was not read is not judged.
+func TestBelowEndpoint(t *testing.T) {
+	gpu := endpointCfg(0x030200, Link{5, 16}, Link{5, 16})
+	top := NewTopology([]Record{
+		rec("pci0000:00/0000:00:01.0", 0x030200, gpu),
+		rec("pci0000:00/0000:00:01.0/0000:01:00.0", 0x030200, gpu),
+		rec("pci0000:00/0000:00:01.0/0000:01:00.1", 0x030200, gpu),
+		rec("pci0000:00/0000:00:02.0", 0x010802, nil), // no config space: its class says endpoint
+		rec("pci0000:00/0000:00:02.0/0000:02:00.0", 0x060400, bridgeCfg(PortDownstream, 3, 3, Link{4, 4}, Link{4, 4})),
+		rec("pci0000:00/0000:00:02.0/0000:02:00.0/0000:03:00.0", 0x020000, nil), // below a bridge: fine
+		rec("pci0000:00/0000:00:03.0", 0, nil),                                  // nothing read
+		rec("pci0000:00/0000:00:03.0/0000:04:00.0", 0x020000, nil),
+		rec("pci0000:00/0000:00:04.0", 0x060400, bridgeCfg(PortRootPort, 5, 5, Link{4, 4}, Link{4, 4})),
+		rec("pci0000:00/0000:00:04.0/0000:05:00.0", 0x020000, nil),
+	})
+	var msgs []string
+	for _, err := range top.Errors {
+		msgs = append(msgs, err.Error())
+	}
+	want := []string{
+		"pcie: 0000:00:01.0: 2 function(s) below it (the first 0000:01:00.0), but it has a type-0 header and no secondary bus: " +
+			"the kernel cannot build this tree, so verdicts through it are unknown",
+		"pcie: 0000:00:02.0: 1 function(s) below it (the first 0000:02:00.0), but it has a type-0 header and no secondary bus: " +
+			"the kernel cannot build this tree, so verdicts through it are unknown",
+	}
+	if diff := cmp.Diff(want, msgs); diff != "" {
+		t.Errorf("Errors (-want +got):\n%s", diff)
+	}
+	var below []string
+	for _, d := range top.Devices {
+		if d.BelowEndpoint {
+			below = append(below, d.Address.String())
+		}
+	}
+	if diff := cmp.Diff([]string{"0000:01:00.0", "0000:01:00.1", "0000:02:00.0"}, below); diff != "" {
+		t.Errorf("BelowEndpoint (-want +got):\n%s", diff)
+	}
+	if p := dev(t, top, "0000:01:00.0").Parent; p == nil || p.Address.String() != "0000:00:01.0" {
+		t.Errorf("a GPU below a GPU: parent %v, want it kept below 0000:00:01.0", p)
+	}
+}

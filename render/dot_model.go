@@ -130,8 +130,9 @@ func (m *dotModel) pairs(t *pcie.Topology, plat p2pdma.Platform, devs []*pcie.De
 	worst := map[key]turn{}
 	var order []key
 	verdicts := map[key]p2pdma.Verdict{}
-	for e, v := range p2pdma.NewCalculator(t, plat).AllEnds(devs) {
-		v = p2pdma.CheckComplete(v, e.Provider, e.Client)
+	calc := p2pdma.NewCalculator(t, plat)
+	for e, v := range calc.AllEnds(devs) {
+		v = calc.CheckComplete(v, e.Provider, e.Client)
 		verdicts[key{e.Provider, e.Client}] = v
 		k := key{e.Provider, e.Client}
 		if e.Client.Address.Compare(e.Provider.Address) < 0 {

@@ -1,11 +1,14 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/p2pkit/p2pkit/matrix"
+	"github.com/p2pkit/p2pkit/pathclass"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -16,27 +19,40 @@ func MatrixText(w io.Writer, m matrix.Model, s Style) error {
 		p.line("no GPUs, NICs, NVMe controllers or p2pmem providers found")
 		return p.done()
 	}
+	grid := m.Entries[:m.Grid]
 	width := 5
-	for _, e := range m.Entries {
+	for _, e := range grid {
 		width = max(width, len(e.Label)+1)
 	}
 	var hdr strings.Builder
 	hdr.WriteString(strings.Repeat(" ", width))
-	for _, e := range m.Entries {
+	for _, e := range grid {
 		fmt.Fprintf(&hdr, "%-*s", width, e.Label)
 	}
 	hdr.WriteString("CPU Affinity   NUMA Affinity")
 	p.line(s.bold(hdr.String()))
-	for i, e := range m.Entries {
+	for i, e := range grid {
 		var row strings.Builder
 		fmt.Fprintf(&row, "%-*s", width, e.Label)
-		for j := range m.Entries {
-			row.WriteString(cellColor(fmt.Sprintf("%-*s", width, m.Cells[i][j]), m.Cells[i][j], s))
+		for j := range grid {
+			c := m.Cell(i, j)
+			row.WriteString(cellColor(fmt.Sprintf("%-*s", width, c), c, s))
 		}
 		fmt.Fprintf(&row, "%-15s%s", Escape(m.CPUAffinity[i]), m.NUMAAffinity[i])
 		p.line(row.String())
 	}
 	p.line("")
+	if m.Grid < len(m.Entries) {
+		var total int
+		var by []string
+		for _, c := range pairClasses(m.Pairs) {
+			total += m.Pairs[c]
+			by = append(by, fmt.Sprintf("%s %d", c, m.Pairs[c]))
+		}
+		p.line(s.warn(fmt.Sprintf("The grid shows the first %d of %d devices; all %d pairs by class: %s.",
+			m.Grid, len(m.Entries), total, strings.Join(by, ", "))))
+		p.line("")
+	}
 	p.line("Devices:")
 	for _, e := range m.Entries {
 		d := e.Device
@@ -77,8 +93,26 @@ func cellColor(padded, class string, s Style) string {
 // writes in "schema_version".
 const MatrixSchemaVersion = "1"
 
+// pairClasses returns the classes of pairs, nearest first (NV# by link count,
+// most first), "unknown" last.
+func pairClasses(pairs map[string]int) []string {
+	out := make([]string, 0, len(pairs))
+	for c := range pairs {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		ra, _ := pathclass.Parse(a)
+		rb, _ := pathclass.Parse(b)
+		rank := func(r pathclass.Result) int { return (int(r.Class) + 7) % 8 } // Unknown (0) last
+		return cmp.Or(cmp.Compare(rank(ra), rank(rb)), cmp.Compare(rb.NVLinks, ra.NVLinks))
+	})
+	return out
+}
+
 // MatrixJSON writes the grid for programs: per device its label, role, address,
-// class code, lspci-style name, affinities and its row of the grid.
+// class code, lspci-style name, affinities and its row of the grid (for the first
+// matrix.MaxGrid devices; later ones have an empty row), then the number of devices
+// the grid covers and the count of every pair by class.
 func MatrixJSON(w io.Writer, m matrix.Model) error {
 	type dev struct {
 		Label        string       `json:"label"`
@@ -91,14 +125,26 @@ func MatrixJSON(w io.Writer, m matrix.Model) error {
 		Links        []string     `json:"links"`
 	}
 	doc := struct {
-		SchemaVersion string `json:"schema_version"`
-		Devices       []dev  `json:"devices"`
-		NVLink        bool   `json:"nvlink_queried"`
-	}{SchemaVersion: MatrixSchemaVersion, Devices: []dev{}, NVLink: m.NVLink}
+		SchemaVersion string         `json:"schema_version"`
+		Devices       []dev          `json:"devices"`
+		NVLink        bool           `json:"nvlink_queried"`
+		GridDevices   int            `json:"grid_devices"`
+		Pairs         map[string]int `json:"pairs"`
+	}{SchemaVersion: MatrixSchemaVersion, Devices: []dev{}, NVLink: m.NVLink, GridDevices: m.Grid, Pairs: m.Pairs}
 	for i, e := range m.Entries {
 		d := e.Device
+		links := []string{}
+		if i < m.Grid {
+			links = make([]string, m.Grid)
+			for j := range links {
+				links[j] = m.Cell(i, j)
+			}
+		}
 		doc.Devices = append(doc.Devices, dev{Label: e.Label, Role: e.Role, Address: d.Address, Class: fmt.Sprintf("%06x", d.ClassCode()), Name: deviceName(d),
-			CPUAffinity: m.CPUAffinity[i], NUMAAffinity: m.NUMAAffinity[i], Links: m.Cells[i]})
+			CPUAffinity: m.CPUAffinity[i], NUMAAffinity: m.NUMAAffinity[i], Links: links})
+	}
+	if doc.Pairs == nil {
+		doc.Pairs = map[string]int{}
 	}
 	return writeJSON(w, doc)
 }

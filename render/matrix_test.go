@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,11 +31,12 @@ func nv2(a, b *pcie.Device) int { return 2 }
 // from the machine are escaped.
 func TestMatrixText(t *testing.T) {
 	hostile := func() matrix.Model {
-		a := &pcie.Device{Record: pcie.Record{Address: pcie.Address{Bus: 1}, NetDevs: []string{"eth\x1b[2J0"}}}
-		b := &pcie.Device{Record: pcie.Record{Address: pcie.Address{Bus: 2}}}
+		hb := &pcie.HostBridge{Name: "pci0000:00"}
+		a := &pcie.Device{Record: pcie.Record{Address: pcie.Address{Bus: 1}, NetDevs: []string{"eth\x1b[2J0"}}, HostBridge: hb}
+		b := &pcie.Device{Record: pcie.Record{Address: pcie.Address{Bus: 2}}, HostBridge: hb}
 		return matrix.Model{
 			Entries:      []matrix.Entry{{Label: "NIC0", Role: matrix.NIC, Device: a}, {Label: "NVME10", Role: matrix.NVMe, Device: b}},
-			Cells:        [][]string{{"X", "PHB"}, {"PHB", "X"}},
+			Grid:         2,
 			CPUAffinity:  []string{"0-3\r", "N/A"},
 			NUMAAffinity: []string{"0", "N/A"},
 		}
@@ -159,5 +161,60 @@ func TestMatrixJSON(t *testing.T) {
 				t.Errorf("devices (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMatrixCapped: with more devices than matrix.MaxGrid, text and JSON give the
+// grid of the first MaxGrid and count every pair by class; the output grows
+// linearly with the devices (a full grid of 8,000 GPUs was 513 MB).
+func TestMatrixCapped(t *testing.T) {
+	const n = 3000
+	var recs []pcie.Record
+	for i := range n {
+		a := pcie.Address{Bus: uint8(i >> 8), Device: uint8(i>>3) & 0x1f, Function: uint8(i & 7)}
+		hb := "pci0000:00"
+		if i%2 == 1 {
+			hb = "pci0000:80" // another root complex, with no NUMA node known
+		}
+		recs = append(recs, pcie.Record{Address: a, Path: hb + "/" + a.String(), Vendor: 0x10de, Device: 0x2335, Class: 0x030200})
+	}
+	m := matrix.Build(pcie.NewTopology(recs).Devices, nil)
+	var text, js bytes.Buffer
+	if err := MatrixText(&text, m, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	half := n / 2 * (n/2 - 1) / 2
+	want := fmt.Sprintf("The grid shows the first %d of %d devices; all %d pairs by class: PHB %d, NODE %d.",
+		matrix.MaxGrid, n, n*(n-1)/2, 2*half, n*(n-1)/2-2*half)
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("text lacks %q", want)
+	}
+	if hdr, _, _ := strings.Cut(text.String(), "\n"); !strings.Contains(hdr, "GPU127 ") || strings.Contains(hdr, "GPU128") {
+		t.Errorf("header does not end at GPU127: %.200q...", hdr)
+	}
+	if err := MatrixJSON(&js, m); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Devices []struct {
+			Links []string `json:"links"`
+		} `json:"devices"`
+		Grid  int            `json:"grid_devices"`
+		Pairs map[string]int `json:"pairs"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Grid != matrix.MaxGrid || len(doc.Devices) != n || len(doc.Devices[0].Links) != matrix.MaxGrid || len(doc.Devices[n-1].Links) != 0 {
+		t.Errorf("grid_devices %d, %d devices, links %d and %d long", doc.Grid, len(doc.Devices), len(doc.Devices[0].Links), len(doc.Devices[n-1].Links))
+	}
+	if diff := cmp.Diff(map[string]int{"PHB": 2 * half, "NODE": n*(n-1)/2 - 2*half}, doc.Pairs); diff != "" {
+		t.Errorf("pairs (-want +got):\n%s", diff)
+	}
+	// The grid's rows and one legend line per device.
+	for name, b := range map[string]int{"text": text.Len(), "json": js.Len()} {
+		if limit := matrix.MaxGrid*(matrix.MaxGrid+4)*7 + n*300; b > limit {
+			t.Errorf("%s: %d bytes for %d devices, want at most %d", name, b, n, limit)
+		}
 	}
 }

@@ -20,25 +20,24 @@ import (
 // words, NUMA node, IOMMU group and the large BARs. Every function is printed:
 // those no host bridge reaches (a parent that was not read, a parent link that
 // closed a loop) under an "unattached" heading, each with the reason.
+//
+// Lines of functions more than maxTreeLevels bridges deep draw only the last
+// maxTreeLevels levels of the tree, after a count of those left out ("[+12] "), so
+// that a line's length is bounded and the output is linear in the functions
+// however deep the tree.
 func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 	p := newPrinter(w)
-	printed := make(map[*pcie.Device]bool, len(t.Devices))
+	tp := &treePrinter{p: p, s: s, printed: make(map[*pcie.Device]bool, len(t.Devices))}
 	for i, hb := range t.HostBridges {
 		if i > 0 {
 			p.line("")
 		}
 		p.line(s.bold(Escape(hb.Name)) + s.dim(fmt.Sprintf("  host bridge, domain %04x, root bus %02x", hb.Domain, hb.Bus)))
 		for j, d := range hb.Devices {
-			topoNode(p, d, "", j == len(hb.Devices)-1, s, printed)
+			tp.node(d, j == len(hb.Devices)-1)
 		}
 	}
-	var unattached []*pcie.Device
-	for _, d := range t.Devices {
-		if !printed[d] && (d.Parent == nil || !reaches(d, printed)) {
-			unattached = append(unattached, d)
-		}
-	}
-	if len(unattached) > 0 {
+	if unattached := unattached(t, tp.printed); len(unattached) > 0 {
 		reasons := map[pcie.Address][]string{}
 		for _, err := range t.Errors {
 			var de *pcie.DeviceError
@@ -49,7 +48,7 @@ func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 		p.line("")
 		p.line(s.warn("unattached: functions no host bridge reaches, each under its reason:"))
 		for i, d := range unattached {
-			if printed[d] {
+			if tp.printed[d] {
 				continue // below an earlier unattached function
 			}
 			why := "parent not known"
@@ -57,7 +56,7 @@ func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 				why = strings.Join(r, "; ")
 			}
 			p.line("   " + s.dim("("+Escape(why)+")"))
-			topoNode(p, d, "", i == len(unattached)-1, s, printed)
+			tp.node(d, i == len(unattached)-1)
 		}
 	}
 	if len(t.Errors) > 0 {
@@ -70,36 +69,101 @@ func TopoText(w io.Writer, t *pcie.Topology, s Style) error {
 	return p.done()
 }
 
-// reaches reports whether d's parent chain ends in a printed function, so that d
-// will be printed below it.
-func reaches(d *pcie.Device, printed map[*pcie.Device]bool) bool {
-	for x, n := d.Parent, 0; x != nil && n < 1<<16; x, n = x.Parent, n+1 {
-		if printed[x] {
-			return true
+// maxTreeLevels is how many levels of the tree a line of TopoText draws; deeper
+// lines start with the count of the levels left out. No real machine comes near:
+// a DGX-class node is about eight bridges deep.
+const maxTreeLevels = 16
+
+// unattached returns the functions not yet printed whose parent chain ends in no
+// printed function (each is visited once: the answer for a function is kept for
+// those below it), in address order.
+func unattached(t *pcie.Topology, printed map[*pcie.Device]bool) []*pcie.Device {
+	const (
+		unseen = iota
+		visiting
+		no  // does not reach a printed function
+		yes // reaches one
+	)
+	state := make(map[*pcie.Device]uint8)
+	var walk []*pcie.Device
+	reaches := func(d *pcie.Device) bool {
+		walk = walk[:0]
+		x := d.Parent
+		for x != nil && !printed[x] && state[x] == unseen {
+			state[x] = visiting
+			walk = append(walk, x)
+			x = x.Parent
+		}
+		r := uint8(no) // a chain that ends, or loops back into itself
+		if x != nil && (printed[x] || state[x] == yes) {
+			r = yes
+		}
+		for _, w := range walk {
+			state[w] = r
+		}
+		return r == yes
+	}
+	var out []*pcie.Device
+	for _, d := range t.Devices {
+		if !printed[d] && (d.Parent == nil || !reaches(d)) {
+			out = append(out, d)
 		}
 	}
-	return false
+	return out
 }
 
-func topoNode(p *printer, d *pcie.Device, indent string, last bool, s Style, printed map[*pcie.Device]bool) {
-	if printed[d] {
+// treePrinter draws the tree: levels holds, for each level above the function
+// being printed, whether the drawing continues there ("│") or not (the branch
+// above was its parent's last).
+type treePrinter struct {
+	p       *printer
+	s       Style
+	printed map[*pcie.Device]bool
+	levels  []bool
+	b       strings.Builder
+}
+
+// indent is the drawing of the levels above the current function, the last
+// maxTreeLevels of them after a count of the others.
+func (tp *treePrinter) indent() string {
+	tp.b.Reset()
+	lv := tp.levels
+	if n := len(lv) - maxTreeLevels; n > 0 {
+		tp.b.WriteString("[+" + strconv.Itoa(n) + "] ")
+		lv = lv[n:]
+	}
+	for _, more := range lv {
+		if more {
+			tp.b.WriteString("│  ")
+		} else {
+			tp.b.WriteString("   ")
+		}
+	}
+	return tp.b.String()
+}
+
+func (tp *treePrinter) node(d *pcie.Device, last bool) {
+	if tp.printed[d] {
 		return // a loop the tree builder did not cut
 	}
-	printed[d] = true
+	tp.printed[d] = true
 	branch, cont := "├─ ", "│  "
 	if last {
 		branch, cont = "└─ ", "   "
 	}
-	p.line(indent + branch + s.bold(d.Address.String()) + " " + deviceTitle(d))
-	if facts := deviceFacts(d, s); facts != "" {
-		p.line(indent + cont + "   " + facts)
+	indent := tp.indent()
+	tp.p.line(indent + branch + tp.s.bold(d.Address.String()) + " " + deviceTitle(d))
+	if facts := deviceFacts(d, tp.s); facts != "" {
+		tp.p.line(indent + cont + "   " + facts)
 	}
-	if line := acsLine(d, s); line != "" {
-		p.line(indent + cont + "   " + line)
+	if line := acsLine(d, tp.s); line != "" {
+		tp.p.line(indent + cont + "   " + line)
 	}
+	tp.levels = append(tp.levels, !last)
 	for i, c := range d.Children {
-		topoNode(p, c, indent+cont, i == len(d.Children)-1, s, printed)
+		tp.node(c, i == len(d.Children)-1)
 	}
+	tp.levels = tp.levels[:len(tp.levels)-1]
 }
 
 // deviceTitle is "[10de:2335] 3D controller: NVIDIA Corporation GH100 [H200 SXM 141GB]",

@@ -1,9 +1,11 @@
 package render
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/p2pkit/p2pkit/internal/fixture"
 	"github.com/p2pkit/p2pkit/internal/testsupport"
@@ -59,5 +61,51 @@ func TestTopoTextEveryFunction(t *testing.T) {
 	}
 	if strings.ContainsAny(out, "\x1b\x07") {
 		t.Errorf("control bytes reached the output:\n%q", out)
+	}
+}
+
+// TestTopoTextDeepLinear: a chain of bridges far deeper than any machine's, a GPU
+// below each, as a crafted snapshot builds from short sysfs paths. Every line's
+// length is bounded (the levels past maxTreeLevels are counted, not drawn), so the
+// text is linear in the functions; drawn in full it would be quadratic in the depth.
+func TestTopoTextDeepLinear(t *testing.T) {
+	const n = 2000
+	var recs []pcie.Record
+	parent := "pci0000:00"
+	for i := range n {
+		b := fmt.Sprintf("%04x:%02x:00.0", i>>8, i&0xff)
+		recs = append(recs,
+			pcie.Record{Address: testsupport.Addr(t, b), Path: parent + "/" + b, Class: 0x060400},
+			pcie.Record{Address: testsupport.Addr(t, b[:8]+"01.0"), Path: parent + "/" + b + "/" + b[:8] + "01.0", Class: 0x030200, Vendor: 0x10de, Device: 0x2335})
+		parent = "pci0000:00/" + b
+	}
+	top := pcie.NewTopology(recs)
+	if d := top.Devices[len(top.Devices)-1].Depth(); d != n {
+		t.Fatalf("deepest function %d bridges deep, want %d", d, n)
+	}
+	var b strings.Builder
+	if err := TopoText(&b, top, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	longest := 0
+	for l := range strings.Lines(out) {
+		longest = max(longest, utf8.RuneCountInString(l))
+	}
+	// A line holds the count, maxTreeLevels levels of 3 columns, the branch and the
+	// function's title or facts.
+	if limit := 8 + 3*maxTreeLevels + 3 + 120; longest > limit {
+		t.Errorf("longest line %d characters, want at most %d", longest, limit)
+	}
+	if limit := 2 * n * 260; len(out) > limit {
+		t.Errorf("%d bytes for %d functions, want at most %d", len(out), 2*n, limit)
+	}
+	for _, want := range []string{"[+1984] ", fmt.Sprintf("%04x:%02x:01.0", (n-1)>>8, (n-1)&0xff)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "unattached") {
+		t.Errorf("a function of the chain printed as unattached")
 	}
 }

@@ -22,7 +22,8 @@ controllers, accelerators and p2pmem providers, with the legend of
 'nvidia-smi topo -m' (X, NV#, PIX, PXB, PHB, NODE, SYS) and each device's CPU and
 NUMA affinity. NVLink counts come from NVML on the live machine; --no-nvml (or a
 snapshot) uses sysfs and config space alone. Devices are listed by label, address
-and IDs; --pci-ids FILE adds product names.`,
+and IDs; --pci-ids FILE adds product names. With more than 128 devices the grid
+shows the first 128 and counts every pair by class.`,
 		Example: "  p2pcheck matrix\n  p2pcheck matrix --no-nvml --format json",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {

@@ -45,8 +45,8 @@ name of another function (nvme1) is refused: use the address.`,
 			calc := p2pdma.NewCalculator(n.Topology, n.P2P())
 			r := render.PairReport{
 				Path:    n.Topology.Path(a, b),
-				Verdict: p2pdma.CheckComplete(calc.Calc(a, b), a, b),
-				Reverse: p2pdma.CheckComplete(calc.Calc(b, a), b, a),
+				Verdict: calc.CheckComplete(calc.Calc(a, b), a, b),
+				Reverse: calc.CheckComplete(calc.Calc(b, a), b, a),
 				NVSMI:   pathclass.NVSMI(a, b, 0).String(),
 				NCCL:    pathclass.NCCL(a, b).String(),
 			}

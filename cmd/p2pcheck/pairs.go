@@ -59,10 +59,11 @@ distinct type-0 functions, as the kernel would compute them.`,
 // (unknown where it rests on a gap in the tree) and path class.
 func pairSeq(n *node.Node, devs []*pcie.Device) func(func(render.Pair) bool) {
 	calc := p2pdma.NewCalculator(n.Topology, n.P2P())
+	classes := pathclass.NewClasses(n.Topology.Devices)
 	return func(yield func(render.Pair) bool) {
 		for e, v := range calc.AllEnds(devs) {
-			v = p2pdma.CheckComplete(v, e.Provider, e.Client)
-			if !yield(render.Pair{Verdict: v, PathType: pathclass.NVSMI(e.Provider, e.Client, 0).String()}) {
+			v = calc.CheckComplete(v, e.Provider, e.Client)
+			if !yield(render.Pair{Verdict: v, PathType: classes.NVSMI(e.Provider, e.Client, 0).String()}) {
 				return
 			}
 		}
