@@ -1,7 +1,6 @@
 package check
 
 import (
-	"cmp"
 	"container/heap"
 	"iter"
 	"slices"
@@ -49,35 +48,6 @@ func groupClasses[K comparable](n int, key func(int) K, roles []role) []*pairCla
 			out = append(out, c)
 		}
 		c.members = append(c.members, i)
-	}
-	return out
-}
-
-// refine splits each class by key, for a check whose judgement of a pair depends
-// on more than the kernel's verdict (the IOMMU domain of each device).
-func refine[K comparable](cs []*pairClass, key func(int) K) []*pairClass {
-	type ck struct {
-		class int
-		k     K
-	}
-	byKey := map[ck]*pairClass{}
-	var out []*pairClass
-	for _, c := range cs {
-		for _, i := range c.members {
-			k := ck{c.id, key(i)}
-			r := byKey[k]
-			if r == nil {
-				r = &pairClass{id: len(out), role: c.role}
-				byKey[k] = r
-				out = append(out, r)
-			}
-			r.members = append(r.members, i)
-		}
-	}
-	// In order of first members, as f.pairs() meets them.
-	slices.SortFunc(out, func(x, y *pairClass) int { return cmp.Compare(x.members[0], y.members[0]) })
-	for i, c := range out {
-		c.id = i
 	}
 	return out
 }
