@@ -122,7 +122,7 @@ test-deploy:
 # The kernel-in-the-loop tier: boots real kernels under QEMU (see README). One line per
 # guest, then the failing assertions if any.
 test-vm:
-	$(GO) test -count=1 -tags vmtest -timeout 60m -v -run TestTopologies ./internal/vmtest/ >vmtest.log 2>&1; rc=$$?; \
+	$(GO) test -count=1 -tags vmtest -timeout 60m -v -run TestTopologies ./internal/testtools/vmtest/ >vmtest.log 2>&1; rc=$$?; \
 	grep -E '^(vmtest |--- FAIL|FAIL|ok )' vmtest.log; \
 	if [ $$rc -ne 0 ]; then grep -E '^ +[a-z_]+_test\.go:[0-9]+:' vmtest.log | head -n 200; fi; exit $$rc
 
@@ -155,13 +155,13 @@ bench:
 # Whole-process `p2pcheck topo` against `lspci -tv` on the 1,028-function synthetic
 # machine (needs pciutils): medians of interleaved rounds, their ratio and peak RSS.
 bench-topo: build
-	$(GO) run ./internal/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck
+	$(GO) run ./internal/testtools/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck
 
 # Every input of the hostile snapshot corpus through the real binary (a valid tree
 # through topo and matrix too): exit code, CPU seconds, peak RSS and output of each
 # run, against 5 s and 256 MB (exit 1 past either).
 bench-hostile: build
-	$(GO) run ./internal/fixture/cmd/hostilebench -p2pcheck $(BIN)/p2pcheck
+	$(GO) run ./internal/testtools/fixture/cmd/hostilebench -p2pcheck $(BIN)/p2pcheck
 
 # The README's scaling tables: topo, topo json, pairs --all, the report, --quick, matrix,
 # nccl and snapshot on synthetic machines of 100 to 50,000 functions and 8 to 576 GPUs,
@@ -169,7 +169,7 @@ bench-hostile: build
 # are written to SCALE_DIR (about 6 GB at 50,000 functions; a tmpfs is fastest).
 SCALE_DIR ?= /dev/shm
 bench-scale: build
-	$(GO) run ./internal/fixture/cmd/scalebench -p2pcheck $(BIN)/p2pcheck -dir $(SCALE_DIR)
+	$(GO) run ./internal/testtools/fixture/cmd/scalebench -p2pcheck $(BIN)/p2pcheck -dir $(SCALE_DIR)
 
 lint:
 	$(GO) vet ./...

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/testsupport/testnode"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/provision"
 )

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
 // TestGoldenReports runs the whole catalogue on every machine and compares the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/gpu"
-	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/procfs"
 )
@@ -60,7 +60,7 @@ func TestPXN(t *testing.T) {
 }
 
 // TestGraceFixtureAfterMerge: on the GH200 machine of the platform checks
-// ("grace-gh200", internal/fixture/machines_advice.go) the NIC on the Grace CPU is
+// ("grace-gh200", internal/testtools/fixture/machines_advice.go) the NIC on the Grace CPU is
 // within NCCL's GPUDirect RDMA reach (P2C). It skips until that machine exists.
 func TestGraceFixtureAfterMerge(t *testing.T) {
 	if !slices.Contains(fixture.Names(), "grace-gh200") {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
-	"github.com/p2pkit/p2pkit/internal/testsupport/testnode"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/testnode"
 	"github.com/p2pkit/p2pkit/node"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/snapshot"

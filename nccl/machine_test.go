@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/gpu"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
-	"github.com/p2pkit/p2pkit/internal/testsupport/testnode"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/gpu"
-	"github.com/p2pkit/p2pkit/internal/testsupport/testnode"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 )

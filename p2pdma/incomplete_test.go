@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
 // TestCheckComplete removes the downstream port above gpu1 of the degraded-link

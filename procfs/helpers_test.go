@@ -3,7 +3,7 @@ package procfs
 import (
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/roottest"
 )
 
 const h200Snapshot = "../testdata/h200-2gpu-vm/snapshot.tar.gz"

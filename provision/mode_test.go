@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
 // TestDetectMode: every ConnectX NIC with ATS is a virtualization host, none is bare

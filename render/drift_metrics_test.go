@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/p2pkit/p2pkit/drift"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
 // promtool returns the path of Prometheus' promtool, or skips the test: CI

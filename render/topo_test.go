@@ -7,9 +7,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
-	"github.com/p2pkit/p2pkit/internal/testsupport/testnode"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/testnode"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 )

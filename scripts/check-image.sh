@@ -13,7 +13,7 @@ GO=${GO:-go}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 (cd deploy && "$GO" run ./cmd/p2pcheck-image unpack -i "$archive" -arch amd64 -o "$d/rootfs")
-"$GO" run ./internal/fixture/cmd/mkfixture -o "$d/rootfs/fixture" dgx-h100-acs-off
+"$GO" run ./internal/testtools/fixture/cmd/mkfixture -o "$d/rootfs/fixture" dgx-h100-acs-off
 
 if [[ $(id -u) == 0 ]]; then
     p2pcheck() { chroot "$d/rootfs" /usr/bin/p2pcheck "$@"; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compare-outputs.sh OLD_BIN NEW_BIN [OUTDIR]
 #
-# Runs two p2pcheck binaries over every synthetic machine of internal/fixture
+# Runs two p2pcheck binaries over every synthetic machine of internal/testtools/fixture
 # (written with mkfixture) and every snapshot under testdata/, with every command
 # in text and JSON (report, --quick, --require, topo, pairs, pairs --all, pair,
 # matrix, nccl, fix, gdr, and the --prometheus and --nfd files), and diffs what
@@ -32,7 +32,7 @@ out=$(realpath "$out")
 fx="$out/fixtures"
 if [[ ! -d $fx ]]; then
 	mkdir -p "$fx"
-	"$GO" build -o "$out/mkfixture" ./internal/fixture/cmd/mkfixture
+	"$GO" build -o "$out/mkfixture" ./internal/testtools/fixture/cmd/mkfixture
 	for m in $("$out/mkfixture" -list); do
 		"$out/mkfixture" -o "$fx/$m" "$m"
 	done

@@ -4,7 +4,7 @@
 # Usage: scripts/fetch-kernel.sh [CACHE_DIR]
 #
 # CACHE_DIR defaults to $P2PKIT_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/p2pkit, the
-# directory internal/vmtest searches. The package is the one Debian's metapackage
+# directory internal/testtools/vmtest searches. The package is the one Debian's metapackage
 # linux-image-amd64 depends on today (override with P2PKIT_DEBIAN_KERNEL_PKG, e.g.
 # linux-image-6.1.0-57-amd64). It is downloaded with apt-get download (no install,
 # no root needed beyond apt's own access) and only boot/ and one module are unpacked:

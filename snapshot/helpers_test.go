@@ -1,6 +1,6 @@
 package snapshot_test
 
-import "github.com/p2pkit/p2pkit/internal/testsupport/roottest"
+import "github.com/p2pkit/p2pkit/internal/testtools/testsupport/roottest"
 
 const h200Snapshot = "../testdata/h200-2gpu-vm/snapshot.tar.gz"
 

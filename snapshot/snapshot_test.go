@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/p2pkit/p2pkit/hostfs"
-	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/roottest"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/procfs"
 	"github.com/p2pkit/p2pkit/snapshot"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/hostfs"
-	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/roottest"
 	"github.com/p2pkit/p2pkit/snapshot"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
 )
 
 // TestOutputsAgree: on every synthetic machine, the report, topo's text and topo's

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
 // writeSnap writes m as a snapshot file in dir and returns its path.

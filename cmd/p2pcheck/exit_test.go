@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
 // failWriter fails every write, as standard output on a full disk does.

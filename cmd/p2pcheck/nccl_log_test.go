@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 	"github.com/p2pkit/p2pkit/nccl"
 )
 

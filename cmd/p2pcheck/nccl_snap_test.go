@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/roottest"
 	"github.com/p2pkit/p2pkit/nccl"
 )
 

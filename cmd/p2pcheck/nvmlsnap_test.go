@@ -12,9 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/p2pkit/p2pkit/gpu"
-	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
-	"github.com/p2pkit/p2pkit/internal/testsupport/roottest"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/roottest"
 	"github.com/p2pkit/p2pkit/snapshot"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/provision"
 )

@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/p2pkit/p2pkit/internal/fixture"
-	"github.com/p2pkit/p2pkit/internal/readmecheck"
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
+	"github.com/p2pkit/p2pkit/internal/testtools/readmecheck"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
 // repoRoot is the repository root seen from this package's directory, where
@@ -23,16 +23,16 @@ import (
 const repoRoot = "../.."
 
 // mkfixtureCommand is how the README says a synthetic machine was written:
-// "go run ./internal/fixture/cmd/mkfixture -o /tmp/dgx dgx-h100".
+// "go run ./internal/testtools/fixture/cmd/mkfixture -o /tmp/dgx dgx-h100".
 var mkfixtureCommand = regexp.MustCompile(`mkfixture -o (/tmp/[\w.-]+) ([\w.-]+)`)
 
 // TestREADMEExamples checks every command example of README.md, a fenced block
-// whose first line is "$ command" (internal/readmecheck says how a block is
+// whose first line is "$ command" (internal/testtools/readmecheck says how a block is
 // read), so that the README cannot drift from what the programs print:
 //
 //   - A p2pcheck command that reads no live machine — --snapshot FILE, or
 //     --root /tmp/NAME where the README writes the synthetic machine NAME with
-//     mkfixture (or NAME is itself a machine of internal/fixture) — runs here, and
+//     mkfixture (or NAME is itself a machine of internal/testtools/fixture) — runs here, and
 //     the block must show its output exactly, stderr included, after any
 //     "| head -N"; a following "$ echo $?" shows its exit status.
 //   - Any other command was captured on a real machine. The comment

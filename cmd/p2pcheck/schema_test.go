@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
 // TestGdrSchema validates "p2pcheck gdr --format json" against

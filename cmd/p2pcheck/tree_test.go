@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/testsupport"
+	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
 // TestTreeCommandsGolden runs topo, matrix, pair and pairs on fixtures and compares
