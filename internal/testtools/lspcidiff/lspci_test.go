@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
 	"github.com/p2pkit/p2pkit/internal/pciids"
+	"github.com/p2pkit/p2pkit/internal/testtools/fixture"
 	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/roottest"
 	"github.com/p2pkit/p2pkit/internal/testtools/testsupport/testnode"
