@@ -4,6 +4,8 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -84,4 +86,78 @@ func TestNothingShippedImportsTestTools(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestContributingPackageOrder: docs/contributing.md lists every package of the
+// module (internal/testtools aside) once, in dependency order: each package's
+// imports from the module, as go list reports them, are listed above it.
+func TestContributingPackageOrder(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/contributing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := contributingPackages(t, string(doc))
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
+	cmd.Dir = "../../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pos := map[string]int{}
+	for i, p := range listed {
+		if _, dup := pos[p]; dup {
+			t.Errorf("docs/contributing.md lists %s twice", p)
+		}
+		pos[p] = i
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module+"/")
+		if strings.HasPrefix(pkg, "internal/testtools") {
+			continue
+		}
+		seen[pkg] = true
+		at, ok := pos[pkg]
+		if !ok {
+			t.Errorf("docs/contributing.md does not list %s", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			dep, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			if d, ok := pos[dep]; ok && d > at {
+				t.Errorf("docs/contributing.md lists %s above %s, which it imports", pkg, dep)
+			}
+		}
+	}
+	for _, p := range listed {
+		if !seen[p] {
+			t.Errorf("docs/contributing.md lists %s, which is no package of the module", p)
+		}
+	}
+}
+
+// contributingPackages returns the first word of each line of the fenced block
+// after the packages marker of the guide.
+func contributingPackages(t *testing.T, doc string) []string {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, "<!-- packages:")
+	if !ok {
+		t.Fatal("docs/contributing.md has no <!-- packages: --> marker")
+	}
+	_, rest, _ = strings.Cut(rest, "```\n")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("docs/contributing.md: the packages block is not closed")
+	}
+	var out []string
+	for _, line := range strings.Split(block, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
 }
