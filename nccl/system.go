@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// CPU architectures and vendors as NCCL numbers them (src/graph/topo.h).
+// CPU architectures and vendors as NCCL numbers them (NCCL 2.28, src/graph/topo.h
+// NCCL_TOPO_CPU_ARCH_*, NCCL_TOPO_CPU_VENDOR_*, NCCL_TOPO_CPU_TYPE_*).
 const (
 	archX86       = 1
 	archPower     = 2
@@ -22,6 +23,39 @@ const (
 )
 
 const undef = -1
+
+// Intel CPU models by the x86 model number from which ncclTopoAddCpu (NCCL 2.28,
+// src/graph/topo.cc) gives each CPU type, family 6: Skylake 0x55, Sapphire Rapids
+// 0x8F, Emerald Rapids 0xCF; Zhaoxin Yongfeng is family 7 model 0x5B.
+const (
+	intelFamily        = 6
+	intelModelSKL      = 0x55
+	intelModelSRP      = 0x8F
+	intelModelERP      = 0xCF
+	zhaoxinFamily      = 7
+	zhaoxinModelYongfg = 0x5B
+)
+
+// Defaults of ncclTopoAddPci and ncclTopoAddNet (NCCL 2.28, src/graph/topo.cc):
+// a link_width of 0 counts as x16, a network without a speed as 10 Gb/s, an
+// unknown link_speed as Gen3 (60, in 100 Mb/s per lane); PCI bandwidth is
+// width × speed / 80 GB/s and network bandwidth Mb/s / 8000 GB/s.
+const (
+	pciDefaultWidth = 16
+	pciDefaultSpeed = 60
+	pciBWDivisor    = 80.0
+	netDefaultMbps  = 10000
+	netMbpsPerGBps  = 8000.0
+)
+
+// Broadcom PEX switch IDs getBcmGen (NCCL 2.28, src/graph/topo.cc) recognises,
+// the top 52 bits of the vendor:device:subsystem ID: Gen4 one value, Gen5 one
+// per sub-switch level.
+const (
+	bcmIDMask = 0xfffffffffffff000
+	bcmGen4ID = 0x1000c0101000a000
+	bcmGen5ID = 0x1000c03010000000
+)
 
 // topoNode is struct ncclTopoNode: a GPU, PCI switch, NVSwitch, CPU (NUMA node), NIC
 // or network device, with its links sorted by bandwidth and the paths from it to
@@ -341,14 +375,14 @@ func cpuModel(cpu *topoNode, x *Node) error {
 	}
 	switch {
 	case cpu.vendor == vendorZhaoxin:
-		if fam == 7 && model == 0x5B {
+		if fam == zhaoxinFamily && model == zhaoxinModelYongfg {
 			cpu.model = modelYongfeng
 		}
-	case fam == 6 && model >= 0xCF:
+	case fam == intelFamily && model >= intelModelERP:
 		cpu.model = modelERP
-	case fam == 6 && model >= 0x8F:
+	case fam == intelFamily && model >= intelModelSRP:
 		cpu.model = modelSRP
-	case fam == 6 && model >= 0x55:
+	case fam == intelFamily && model >= intelModelSKL:
 		cpu.model = modelSKL
 	default:
 		cpu.model = modelBDW
@@ -428,10 +462,10 @@ func (s *System) addPCI(x *Node, parent *topoNode, numa int) error {
 		return err
 	}
 	if width == 0 {
-		width = 16
+		width = pciDefaultWidth
 	}
-	speed := kvPrefix(speedStr, pciGenDict, 60)
-	bw := float32(float64(width*speed) / 80.0)
+	speed := kvPrefix(speedStr, pciGenDict, pciDefaultSpeed)
+	bw := float32(float64(width*speed) / pciBWDivisor)
 	s.connect(n, parent, linkPCI, bw)
 	s.connect(parent, n, linkPCI, bw)
 	return nil
@@ -457,9 +491,9 @@ func (s *System) addNIC(x *Node, nic *topoNode, busID string) error {
 		net.busID = busID
 		mbps := intDefault(nx, "speed", 0)
 		if mbps <= 0 {
-			mbps = 10000
+			mbps = netDefaultMbps
 		}
-		net.netBW = float32(float64(mbps) / 8000.0)
+		net.netBW = float32(float64(mbps) / netMbpsPerGBps)
 		net.netGDR = intDefault(nx, "gdr", 0)
 		s.connect(nic, net, linkNET, net.netBW)
 		s.connect(net, nic, linkNET, net.netBW)
@@ -596,9 +630,9 @@ func localCPU(n, from *topoNode) *topoNode {
 // bcmGen is getBcmGen (src/graph/topo.cc).
 func bcmGen(id uint64, level int) int {
 	switch {
-	case id&0xfffffffffffff000 == 0x1000c0101000a000:
+	case id&bcmIDMask == bcmGen4ID:
 		return 4
-	case id&0xfffffffffffff000 == 0x1000c03010000000|uint64(level)*0x1000:
+	case id&bcmIDMask == bcmGen5ID|uint64(level)*0x1000:
 		return 5
 	}
 	return 0

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"strings"
+
 	"github.com/p2pkit/p2pkit/procfs"
 	"github.com/p2pkit/p2pkit/sysfs"
 )
@@ -39,4 +41,20 @@ const (
 // device name, the first (lowest) of several (procfs.LookupMajor).
 func (p Platform) CharMajor(name string) (major uint32, ok bool) {
 	return procfs.LookupMajor(p.CharDevices, name)
+}
+
+// PeermemLoaded reports whether a peer-memory client for NVIDIA GPUs is loaded:
+// the nvidia_peermem or nv_peer_mem module (/proc/modules), or an nv_mem client
+// (nv_mem, nv_mem_nc) registered with a MOFED or DOCA ib_core
+// (/sys/kernel/mm/memory_peers). The one rule check and nccl both use.
+func (p Platform) PeermemLoaded() bool {
+	if p.Modules.Loaded("nvidia_peermem") || p.Modules.Loaded("nv_peer_mem") {
+		return true
+	}
+	for name := range p.MemoryPeers {
+		if strings.HasPrefix(name, "nv_mem") {
+			return true
+		}
+	}
+	return false
 }
