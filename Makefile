@@ -23,6 +23,8 @@ export CGO_CFLAGS
 
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The image's creation time: the commit's (https://reproducible-builds.org/specs/source-date-epoch/).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE     ?= ghcr.io/p2pkit/p2pcheck
 PCI_IDS   ?= /usr/share/misc/pci.ids
 DIST      ?= dist
@@ -80,7 +82,7 @@ release-check:
 # The container image, from the release's static binaries.
 image:
 	cd deploy && $(GO) run ./cmd/p2pcheck-image build -o ../$(DIST)/p2pcheck-image.oci.tar \
-	  -version $(VERSION) -repository $(IMAGE) -pci-ids $(PCI_IDS) \
+	  -version $(VERSION) -revision $(COMMIT) -created $(SOURCE_DATE_EPOCH) -repository $(IMAGE) -pci-ids $(PCI_IDS) \
 	  amd64=../$(DIST)/linux_amd64/p2pcheck arm64=../$(DIST)/linux_arm64/p2pcheck
 
 # Unpacks the amd64 image and runs its p2pcheck (scripts/check-image.sh).
