@@ -126,6 +126,7 @@ func TestJSONOnNoEval(t *testing.T) {
 		{"unreadable snapshot", []string{"--snapshot", notGzip}, notGzip},
 		{"no sysfs", []string{"--root", dir, "--quick"}, "sys"},
 		{"report command, required", []string{"report", "--snapshot", missing, "--require", "gdrcopy"}, missing},
+		{"gdr", []string{"gdr", "--snapshot", missing}, missing},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, stderr := p2pcheck(append(tt.args, "--format", "json")...)
