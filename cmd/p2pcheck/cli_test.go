@@ -217,6 +217,16 @@ func TestQuiet(t *testing.T) {
 	if got := runs(); !strings.HasPrefix(got, "overall: FAIL") || !strings.Contains(got, "nccl_env") {
 		t.Errorf("third run, nccl_env now fails, printed %q", got)
 	}
+	// A run that cannot read the machine has no verdict: the next one is news.
+	o.root = filepath.Join(t.TempDir(), "gone")
+	if got := runs(); got != "" {
+		t.Errorf("run without a machine printed %q on stdout", got)
+	}
+	o.root = root
+	if got := runs(); !strings.HasPrefix(got, "overall: FAIL") {
+		t.Errorf("run after one without a verdict printed %q, want the verdict again", got)
+	}
+	stderrb.Reset()
 	if stderrb.Len() != 0 {
 		t.Errorf("stderr %q", stderrb.String())
 	}

@@ -251,9 +251,16 @@ func (ro *reportOptions) jsonUnevaluated(err error, start time.Time) error {
 func (ro *reportOptions) report(ids []string) error {
 	start := now()
 	ro.printed = false
-	return ro.jsonUnevaluated(ro.reportAt(start, ids), start)
+	err := ro.reportAt(start, ids)
+	if !ro.printed {
+		// No verdict: with --quiet, the next one is news whatever it is.
+		ro.lastVerdict = ""
+	}
+	return ro.jsonUnevaluated(err, start)
 }
 
+// reportAt is report's run, started at start; it sets ro.printed once the
+// report (or, with --quiet, the absence of news) is written.
 func (ro *reportOptions) reportAt(start time.Time, ids []string) error {
 	o := ro.global
 	// NVML's initialisation takes tens of milliseconds in the driver: run it while
