@@ -25,6 +25,12 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # The image's creation time: the commit's (https://reproducible-builds.org/specs/source-date-epoch/).
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# Each evaluated once (and passed to the sub-makes), so that a commit made while a
+# release builds cannot mix two.
+VERSION   := $(VERSION)
+COMMIT    := $(COMMIT)
+SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
+export VERSION COMMIT SOURCE_DATE_EPOCH
 IMAGE     ?= ghcr.io/p2pkit/p2pcheck
 PCI_IDS   ?= /usr/share/misc/pci.ids
 DIST      ?= dist
