@@ -261,6 +261,8 @@ func TestCompletionValues(t *testing.T) {
 		{[]string{"topo", "--format", ""}, []string{"text", "json", "dot"}},
 		{[]string{"--fail-on", ""}, []string{"fail", "warn"}},
 		{[]string{"report", "--fail-on", "w"}, []string{"fail", "warn"}}, // the shell filters by prefix
+		{[]string{"diff", "--fail-on", ""}, []string{"fail", "warn"}},
+		{[]string{"diff", "--format", ""}, []string{"text", "json", "dot"}},
 		{[]string{"--require", "p2p,"}, []string{"p2p,gdr", "p2p,gdrcopy", "p2p,nvme-p2p"}},
 		{[]string{"--root", root, "pair", "0000:0"}, []string{"0000:00:00.0", "0000:00:01.0", "0000:01:00.0", "0000:02:00.0", "0000:02:01.0", "0000:03:00.0", "0000:04:00.0"}},
 		{[]string{"--root", root, "pair", "0000:00:00.0", "0"}, []string{"0000:00:00.0", "0000:00:01.0", "0000:01:00.0", "0000:02:00.0", "0000:02:01.0", "0000:03:00.0", "0000:04:00.0"}},

@@ -78,7 +78,7 @@ func registerCompletions(root *cobra.Command, o *globalOptions) {
 	for _, c := range check.Capabilities() {
 		caps = append(caps, string(c))
 	}
-	for _, c := range []*cobra.Command{root, findCommand(root, "report"), findCommand(root, "gdr")} {
+	for _, c := range []*cobra.Command{root, findCommand(root, "report"), findCommand(root, "gdr"), findCommand(root, "diff")} {
 		if c == nil {
 			continue
 		}
