@@ -61,7 +61,7 @@ const (
 // or network device, with its links sorted by bandwidth and the paths from it to
 // every node of the base types (filled by computePaths).
 type topoNode struct {
-	typ int
+	typ nodeType
 	id  int64
 	// idx is the node's index among the nodes of its type, gid among all nodes.
 	idx, gid int
@@ -84,7 +84,7 @@ type topoNode struct {
 }
 
 type topoLink struct {
-	typ int
+	typ linkType
 	bw  float32
 	rem *topoNode
 }
@@ -126,16 +126,16 @@ func topoID(system int, local int64) int64 { return int64(system)<<56 + local&0x
 
 // nodeKey identifies a node while the system is built.
 type nodeKey struct {
-	typ int
+	typ nodeType
 	id  int64
 }
 
 // find is ncclTopoGetNode: the node of type typ with id id, or nil.
-func (s *System) find(typ int, id int64) *topoNode { return s.ids[nodeKey{typ, id}] }
+func (s *System) find(typ nodeType, id int64) *topoNode { return s.ids[nodeKey{typ, id}] }
 
 // create is ncclTopoCreateNode (src/graph/topo.cc), which fails beyond
 // NCCL_TOPO_MAX_NODES nodes of one type.
-func (s *System) create(typ int, id int64) (*topoNode, error) {
+func (s *System) create(typ nodeType, id int64) (*topoNode, error) {
 	if len(s.nodes[typ]) >= s.lim.nodes {
 		return nil, fmt.Errorf("%w: more than %d %s nodes, which NCCL %s cannot hold (NCCL_TOPO_MAX_NODES, %s)", ErrLimit, s.lim.nodes, nodeNames[typ], s.ver, s.lim.nodesSrc)
 	}
@@ -153,7 +153,7 @@ func (s *System) create(typ int, id int64) (*topoNode, error) {
 // connect is ncclTopoConnectNodes (src/graph/topo.cc): links of one type to one
 // node aggregate their bandwidth, and links stay sorted by bandwidth, highest first.
 // Beyond NCCL_TOPO_MAX_LINKS links of one node NCCL fails; so does NewSystem.
-func (s *System) connect(n, rem *topoNode, typ int, bw float32) {
+func (s *System) connect(n, rem *topoNode, typ linkType, bw float32) {
 	i := -1
 	for j, l := range n.links {
 		if l.rem == rem && l.typ == typ {
@@ -198,7 +198,7 @@ type kv struct {
 
 // kvDictPciClass and kvDictPciGen in src/graph/topo.cc; speeds are in 100 Mb/s per lane.
 var (
-	pciClassDict = []kv{{"0x060400", nodePCI}, {"0x080100", nodePCI}, {"0x068000", nodeNVS}, {"0x068001", nodeCPU}, {"0x03", nodeGPU}, {"0x02", nodeNIC}}
+	pciClassDict = []kv{{"0x060400", int(nodePCI)}, {"0x080100", int(nodePCI)}, {"0x068000", int(nodeNVS)}, {"0x068001", int(nodeCPU)}, {"0x03", int(nodeGPU)}, {"0x02", int(nodeNIC)}}
 	pciGenDict   = []kv{{"2.5 GT/s", 15}, {"5 GT/s", 30}, {"8 GT/s", 60}, {"16 GT/s", 120}, {"32 GT/s", 240},
 		{"2.5 GT/s PCIe", 15}, {"5.0 GT/s PCIe", 30}, {"8.0 GT/s PCIe", 60}, {"16.0 GT/s PCIe", 120}, {"32.0 GT/s PCIe", 240}, {"64.0 GT/s PCIe", 480}}
 	cpuArchDict   = []kv{{"x86_64", archX86}, {"arm64", archARM}, {"ppc64", archPower}}
@@ -302,7 +302,7 @@ func (s *System) number() {
 		for i, n := range s.nodes[t] {
 			n.idx, n.gid = i, len(s.all)
 			s.all = append(s.all, n)
-			if t == nodeGPU {
+			if nodeType(t) == nodeGPU {
 				if _, dup := s.byRank[n.rank]; !dup {
 					s.byRank[n.rank] = n
 				}
@@ -396,7 +396,7 @@ func (s *System) addPCI(x *Node, parent *topoNode, numa int) error {
 	if err != nil {
 		return err
 	}
-	typ := kvPrefix(class, pciClassDict, nodePCI)
+	typ := nodeType(kvPrefix(class, pciClassDict, int(nodePCI)))
 	busStr, err := need(x, "busid")
 	if err != nil {
 		return err
@@ -519,7 +519,7 @@ func (s *System) addNVLinks(x *Node, parentBus string) error {
 			return err
 		}
 		var remote *topoNode
-		switch kvPrefix(tclass, pciClassDict, nodePCI) {
+		switch nodeType(kvPrefix(tclass, pciClassDict, int(nodePCI))) {
 		case nodeGPU:
 			target, err := need(x, "target")
 			if err != nil {
