@@ -85,11 +85,14 @@ func ReadBudget(r io.Reader, b hostfs.Budget) (hostfs.Root, error) {
 	tr := tar.NewReader(cr)
 	for {
 		hdr, err := tr.Next()
+		if cr.err != nil {
+			// Whatever tar made of it: even the end of the archive, when the read
+			// of its last block went past the limit (io.ReadFull drops the error
+			// of a read that filled the block).
+			err = cr.err
+		}
 		if errors.Is(err, io.EOF) {
 			break
-		}
-		if cr.err != nil {
-			err = cr.err // whatever tar made of it
 		}
 		if err != nil {
 			return hostfs.Root{}, fmt.Errorf("snapshot: after %d members: %w", l.members, err)
