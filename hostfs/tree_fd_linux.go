@@ -242,16 +242,16 @@ func (t *fdTree) fallback(f func(dirTree) error) error {
 	return f(dirTree{r: r})
 }
 
-func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
+func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, fs.FileMode, error) {
 	if !simple(name) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
-	fd, err := t.openRegular(name)
+	fd, perm, err := t.openRegular(name)
 	if errors.Is(err, unix.ELOOP) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer unix.Close(fd)
 	n := 0
@@ -261,21 +261,21 @@ func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
 			continue
 		}
 		if err != nil {
-			return n, err
+			return n, 0, err
 		}
 		n += m
 		if m == 0 || !toEOF && n < len(buf) {
 			break
 		}
 	}
-	return n, nil
+	return n, perm, nil
 }
 
 func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 	if !simple(name) {
 		return t.openReaderAtRoot(name)
 	}
-	fd, err := t.openRegular(name)
+	fd, _, err := t.openRegular(name)
 	if errors.Is(err, unix.ELOOP) {
 		return t.openReaderAtRoot(name)
 	}
@@ -294,30 +294,32 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 // dirTree.openRegular does: the type is looked at without opening (a device node
 // is never opened, a FIFO never waited on) and again on the open descriptor. A link
 // gives ELOOP, for the caller to hand to the os.Root fallback.
-func (t *fdTree) openRegular(name string) (int, error) {
+//
+// It returns the open file's permission bits too.
+func (t *fdTree) openRegular(name string) (int, fs.FileMode, error) {
 	var st unix.Stat_t
 	if err := fstatat(t.fd, name, &st); err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return -1, unix.ELOOP
+		return -1, 0, unix.ELOOP
 	}
 	if err := regularMode(st.Mode); err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, err
+		return -1, 0, err
 	}
 	if err := regularMode(st.Mode); err != nil {
 		unix.Close(fd)
-		return -1, err
+		return -1, 0, err
 	}
-	return fd, nil
+	return fd, fileMode(st.Mode).Perm(), nil
 }
 
 // regularMode is nil for the st_mode of a regular file and the error for anything
@@ -371,12 +373,12 @@ func (f preadFile) ReadAt(p []byte, off int64) (int, error) {
 
 func (f preadFile) Close() error { return unix.Close(int(f)) }
 
-func (t *fdTree) readFileRoot(name string, buf []byte, toEOF bool) (n int, err error) {
+func (t *fdTree) readFileRoot(name string, buf []byte, toEOF bool) (n int, perm fs.FileMode, err error) {
 	err = t.fallback(func(d dirTree) error {
-		n, err = d.readFile(name, buf, toEOF)
+		n, perm, err = d.readFile(name, buf, toEOF)
 		return err
 	})
-	return n, err
+	return n, perm, err
 }
 
 func (t *fdTree) readAll(name string, limit int) (b []byte, err error) {

@@ -165,7 +165,10 @@ type capture struct {
 }
 
 func newCapture(src hostfs.Root, w io.Writer, redact bool, b hostfs.Budget) *capture {
-	zw := gzip.NewWriter(w)
+	// BestSpeed: the archive is a few tens of per cent larger than at the default
+	// level and deflate costs a third as much; most of a capture is config space
+	// and short attributes, which compress well either way.
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level: no error
 	cw := &countingWriter{w: zw}
 	return &capture{
 		src: src, redact: redact, budget: b,
@@ -371,34 +374,39 @@ func (c *capture) fileEdit(name string, limit int, edit func([]byte) []byte) boo
 
 // fileIn copies the regular file name of the directory d, which is dir of the
 // capture, at most limit bytes, passed through edit (nil: none), with the rules of
-// file. A sysfs attribute is served whole by its first read (fs/kernfs/file.c), so
-// one read of one byte more than limit takes it, unless toEOF asks to read on.
-// The data lives in the capture's scratch buffer.
+// file: the listing said it is a regular file; the read looks at its type again
+// before and after it opens it and gives its permission bits. A file nobody may
+// read is left out silently, as file leaves it out, whether the open was refused
+// (sysfs: kernfs_fop_open) or the copy was read. A sysfs attribute is served whole
+// by its first read (fs/kernfs/file.c), so one read of one byte more than limit
+// takes it, unless toEOF asks to read on. The data lives in the capture's scratch
+// buffer.
 func (c *capture) fileIn(d hostfs.Root, dir, name string, limit int, toEOF bool, edit func([]byte)) {
 	full := join(dir, name)
-	fi, err := d.Lstat(name)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			c.skip(hostfs.PathError("lstat", full, err))
+	buf := c.buf[:limit+1]
+	n, perm, err := d.ReadPerm(name, buf, toEOF)
+	if err == nil && n == len(buf) {
+		err = fmt.Errorf("%w (%d bytes)", hostfs.ErrTooLarge, limit)
+	}
+	switch {
+	case err == nil && perm&0o444 == 0:
+		return
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case errors.Is(err, fs.ErrPermission):
+		if fi, lerr := d.Lstat(name); lerr == nil && fi.Mode.Perm()&0o444 == 0 {
+			return
 		}
+		fallthrough
+	case err != nil:
+		c.skip(hostfs.PathError("read", full, err))
 		return
 	}
-	if !fi.Mode.IsRegular() {
-		c.notRegular(full, fi.Mode)
-		return
-	}
-	if fi.Mode.Perm()&0o444 == 0 {
-		return
-	}
-	b, err := d.ReadBounded(name, dir, c.buf[:limit+1], toEOF)
-	if err != nil {
-		c.skip(err)
-		return
-	}
+	b := buf[:n]
 	if edit != nil {
 		edit(b)
 	}
-	c.add(full, &member{typ: tar.TypeReg, perm: fi.Mode.Perm(), data: b})
+	c.add(full, &member{typ: tar.TypeReg, perm: perm, data: b})
 }
 
 // notRegular records name, of mode m, as left out: sysfs and /proc hold only
