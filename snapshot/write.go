@@ -147,7 +147,6 @@ type capture struct {
 	skipped  []error
 	manifest Manifest
 	vpdNames map[string]string // pseudonyms of VPD serials, by keyword and value
-	procConf bool              // /proc/config.gz was captured
 
 	// What the archive holds so far, checked against the budget its reader applies.
 	budget  hostfs.Budget
