@@ -78,3 +78,42 @@ func TestSubReadDirLstat(t *testing.T) {
 		t.Errorf("ReadDir(.) = %v, %v; want 4 entries", ents, err)
 	}
 }
+
+// TestReadPerm: the permission bits come from the open file, alike through the
+// root (an os.Root), a Sub'd directory (a bare descriptor) and a link in it.
+func TestReadPerm(t *testing.T) {
+	dir := t.TempDir()
+	d := filepath.Join(dir, "sys/devices")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "config"), []byte("abc"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(d, "config"), 0o640); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	if err := os.Symlink("config", filepath.Join(d, "link")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := hostfs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	sub, err := root.Sub("sys/devices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	buf := make([]byte, 16)
+	for _, tt := range []struct {
+		r    hostfs.Root
+		name string
+	}{{root, "sys/devices/config"}, {sub, "config"}, {sub, "link"}} {
+		n, perm, err := tt.r.ReadPerm(tt.name, buf, true)
+		if err != nil || string(buf[:n]) != "abc" || perm != 0o640 {
+			t.Errorf("ReadPerm(%s) = %q, %v, %v; want \"abc\", -rw-r-----", tt.name, buf[:n], perm, err)
+		}
+	}
+}
