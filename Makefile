@@ -163,8 +163,10 @@ fuzz-smoke:
 	if [ $${#failed[@]} -gt 0 ]; then printf 'fuzz-smoke: FAILED %s\n' "$${failed[@]}"; exit 1; fi; \
 	echo "fuzz-smoke: every target passed"
 
+# The README's benchmark table: the Go benchmarks in interleaved rounds, each beside
+# an anchor timed in the same run (internal/testtools/fixture/cmd/benchtable), as Markdown.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pcie/ ./sysfs/ ./p2pdma/ ./render/
+	$(GO) run ./internal/testtools/fixture/cmd/benchtable
 	$(GO) test -run '^$$' -bench . -benchtime 200ms -count 3 ./gdrcopy/internal/wccopy/
 
 # Whole-process `p2pcheck topo` against `lspci -tv` on the 1,028-function synthetic
