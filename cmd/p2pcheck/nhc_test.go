@@ -80,8 +80,11 @@ func TestNHCScript(t *testing.T) {
 			"LOG check_p2p_static: whole reason: check_p2p_static: acs_path 0000:17:00.0: ACS redirect on 26 bridge(s) between peers: their traffic is forced through the root complex -> kernel command line: \"pci=disable_acs_redir=0000:15:01.0/0.0/0.0;",
 			"OFFLINE node1|check_p2p_static: acs_path 0000:17:00.0: ACS redirect on 26 bridge(s) between peers: their traffic is forced through the root complex -> kernel command line: …",
 		}},
-		{"degraded-link", "", nil}, // gdrdrv is missing: it blocks only gdrcopy
-		{"degraded-link", "-R gdrcopy", []string{
+		{"degraded-link", "-e gpus=2", nil}, // gdrdrv is missing: it blocks only gdrcopy
+		// Two GPUs, no RDMA NIC, and nothing says so: gdr has nothing to judge.
+		{"degraded-link", "", []string{"LOG check_p2p_static: whole reason: check_p2p_static: p2pcheck could not evaluate this node: inventory gdr: nothing to judge:", "OFFLINE node1|check_p2p_static: p2pcheck could not evaluate this node: inventory gdr: nothing to judge: gdr needs a GPU and an RDMA NIC, found 2 GPU, 0 RDMA NIC (without --expect, whether the node should have them is unknown) -> say what the node is built with, --expect gpus=N,rdma-nics=N,nvme=N …"}},
+		{"dgx-h100-acs-off", "-e gpus=9,rdma-nics=8", []string{"LOG check_p2p_static: whole reason: check_p2p_static: inventory GPU: devices missing:", "OFFLINE node1|check_p2p_static: inventory GPU: devices missing: found 8 of 9 GPU (--expect gpus=9,rdma-nics=8) -> find the missing devices: lspci -nn; dmesg | grep -i -e \"fallen off the bus\" -e \"link down\" -e AER; reseat, enable the slot in the BIOS or replace what the firmware no longer enumerates; an RDMA NIC …"}},
+		{"degraded-link", "-R gdrcopy -e gpus=2", []string{
 			"LOG check_p2p_static: whole reason: check_p2p_static: gdrdrv: the gdrdrv kernel module is not loaded (not in /proc/modules) -> load gdrdrv with what installed it, which also creates /dev/gdrdrv: sudo systemctl start gdrdrv (Debian/Ubuntu gdrdrv-dkms), sudo systemctl start gdrcopy (RHEL RPM), sudo modprobe gdrdrv (SUSE RPM: its modprobe rule makes the node), or sudo ./insmod.sh in a GDRCopy source tree",
 			"OFFLINE node1|check_p2p_static: gdrdrv: the gdrdrv kernel module is not loaded (not in /proc/modules) -> load gdrdrv with what installed it, which also creates /dev/gdrdrv: sudo systemctl start gdrdrv (Debian/Ubuntu gdrdrv-dkms), sudo systemctl start gdrcopy (RHEL RPM), sudo modprobe gdrdrv (SUSE RPM: its …",
 		}},
