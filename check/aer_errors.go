@@ -56,7 +56,7 @@ func checkAER(f *Facts) Result {
 		"linux Documentation/ABI/testing/sysfs-bus-pci-devices-aer_stats"}}
 	devs := f.pathDevices()
 	if len(devs) == 0 {
-		r.Summary = "no GPU, NIC or NVMe controller"
+		r.Summary = "no GPU, RDMA NIC or NVMe controller"
 		return r
 	}
 	th := f.AER.threshold()

@@ -134,6 +134,7 @@ type Spec struct {
 
 // catalogue lists every check in causal precedence.
 var catalogue = []Spec{
+	{"inventory", "the GPUs, RDMA NICs and NVMe controllers the node has, against --expect", checkInventory},
 	{"p2p_reachability", "kernel P2PDMA verdicts for GPU, NIC and NVMe pairs", checkReachability},
 	{"virtualization", "bare metal or virtual machine", checkVirtualization},
 	{"confidential_computing", "GPU confidential-computing mode", checkConfCompute},

@@ -60,6 +60,12 @@ type Inputs struct {
 	// Use is what the node's devices are for, as --virt-host or --bare-metal says
 	// it; "" finds it from the ConnectX NICs' ATS capability (provision.DetectMode).
 	Use provision.Mode
+	// Expect is how many devices of each kind the node must have (--expect);
+	// nil when not said. Require is what the node is for (--require; nil means
+	// DefaultRequirements): inventory alone reads it, to tell a required
+	// capability with nothing to judge.
+	Expect  *Expectation
+	Require []Capability
 }
 
 // NCCLConf is an NCCL configuration file: "NAME=value" lines.

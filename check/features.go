@@ -13,13 +13,16 @@ import (
 // them into node-feature-discovery labels. Every value is at most 63 characters
 // of [A-Za-z0-9._-], starting and ending with an alphanumeric.
 type Features struct {
-	// Ready is "true" when the overall status is pass or warn: no check of a
-	// required capability failed or is unknown.
+	// Ready is "true" when the overall status is pass or warn: something was
+	// judged, and no check of a required capability failed or is unknown.
 	Ready string `json:"ready"`
 	// Overall is the report's overall status.
 	Overall string `json:"overall"`
-	// GPUs is the number of GPUs.
-	GPUs string `json:"gpus"`
+	// GPUs, RDMANICs and NVMe are the numbers of devices of each kind, as
+	// inventory counts them (--expect's gpus, rdma-nics and nvme).
+	GPUs     string `json:"gpus"`
+	RDMANICs string `json:"rdma_nics"`
+	NVMe     string `json:"nvme"`
 	// P2P is "true" when GPU peer-to-peer is usable as far as the checks can
 	// tell: two or more GPUs, NVML does not report the driver refusing P2P
 	// (nvmlDeviceGetP2PStatus read or write other than OK) for any pair, and
@@ -46,14 +49,17 @@ func (f *Facts) features(results []Result, overall Status) Features {
 	for _, r := range results {
 		status[r.ID] = r.Status
 	}
+	inv := f.inventory()
 	ft := Features{
-		Ready:   strconv.FormatBool(overall == Pass || overall == Warn),
-		Overall: string(overall),
-		GPUs:    strconv.Itoa(len(f.GPUs())),
-		VM:      strconv.FormatBool(f.Hypervisor()),
-		IOMMU:   f.iommuFeature(),
-		GDR:     strings.Join(f.gdrPaths(), "-"),
-		GDRCopy: strconv.FormatBool(status["gdrdrv"] == Pass || status["gdrdrv"] == Warn),
+		Ready:    strconv.FormatBool(overall == Pass || overall == Warn),
+		Overall:  string(overall),
+		GPUs:     strconv.Itoa(inv.gpus),
+		RDMANICs: strconv.Itoa(inv.rdmaNICs),
+		NVMe:     strconv.Itoa(inv.nvme),
+		VM:       strconv.FormatBool(f.Hypervisor()),
+		IOMMU:    f.iommuFeature(),
+		GDR:      strings.Join(f.gdrPaths(), "-"),
+		GDRCopy:  strconv.FormatBool(status["gdrdrv"] == Pass || status["gdrdrv"] == Warn),
 	}
 	if ft.GDR == "" {
 		ft.GDR = "none"

@@ -32,7 +32,7 @@ func TestSchema(t *testing.T) {
 		good := string(marshal(t, report(t, "degraded-link")))
 		for _, bad := range []struct{ name, from, to string }{
 			{"status", `"status": "warn"`, `"status": "ok"`},
-			{"overall", `"overall": "warn"`, `"overall": "bad"`},
+			{"overall", `"overall": "unknown"`, `"overall": "bad"`},
 			{"schema version", `"schema_version": "1"`, `"schema_version": "2"`},
 			{"timestamp", `"timestamp": "2026-11-30T05:00:00Z"`, `"timestamp": "yesterday"`},
 		} {

@@ -48,7 +48,7 @@ func checkGPUNICAffinity(f *Facts) Result {
 		"https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html (NCCL_NET_GDR_LEVEL, NCCL_NET_GDR_C2C, NCCL_PXN_DISABLE)"}}
 	gpus, nics := f.GPUs(), f.NICs()
 	if len(gpus) == 0 || len(nics) == 0 {
-		r.Status, r.Summary = Skip, "needs at least one GPU and one NIC"
+		r.Status, r.Summary = Skip, "needs at least one GPU and one RDMA NIC"
 		return r
 	}
 	r.Status = Pass

@@ -10,21 +10,7 @@ import (
 )
 
 // kind names a device's role for messages.
-func kind(d *pcie.Device) string {
-	switch {
-	case d.IsGPU():
-		return "GPU"
-	case d.IsNIC():
-		return "NIC"
-	case d.IsNVMe():
-		return "NVMe"
-	case d.IsAccelerator():
-		return "accelerator"
-	case d.P2PMem != nil:
-		return "p2pmem"
-	}
-	return "device"
-}
+func kind(d *pcie.Device) string { return Kind(d) }
 
 // label names a device for people: "GPU 0000:19:00.0 (ibp0)".
 func label(d *pcie.Device) string {
@@ -78,7 +64,7 @@ func (f *Facts) noNVML() string {
 	return "NVML not available"
 }
 
-const noPairs = "fewer than two GPUs, NICs or NVMe controllers: no peer-to-peer pair to judge"
+const noPairs = "fewer than two GPUs, RDMA NICs or NVMe controllers: no peer-to-peer pair to judge"
 
 // deviceBlocks returns the capabilities a problem on a device of interest
 // stands in the way of, by its role.

@@ -27,7 +27,7 @@ func checkNUMANode(f *Facts) Result {
 	}
 	devs := slices.Concat(f.GPUs(), f.NICs())
 	if len(devs) == 0 {
-		r.Status, r.Summary = Skip, "no GPU or NIC"
+		r.Status, r.Summary = Skip, "no GPU or RDMA NIC"
 		return r
 	}
 	if !anyAttr {

@@ -24,7 +24,7 @@ func checkPCIeLink(f *Facts) Result {
 		refSysfs + " (current_link_speed, current_link_width, max_link_speed, max_link_width)"}}
 	devs := f.pathDevices()
 	if len(devs) == 0 {
-		r.Status, r.Summary = Skip, "no GPU, NIC or NVMe controller"
+		r.Status, r.Summary = Skip, "no GPU, RDMA NIC or NVMe controller"
 		return r
 	}
 	downstream := map[*pcie.Device]bool{}

@@ -137,6 +137,10 @@ func NewReport(f *Facts, results []Result, m Meta) Report {
 	raw := results
 	results = Judge(results, req)
 	o := Overall(results, req)
+	idle := o == Pass && len(results) > 0 && !judged(results, req)
+	if idle {
+		o = Unknown
+	}
 	rep := Report{
 		SchemaVersion: SchemaVersion,
 		ToolVersion:   m.ToolVersion,
@@ -171,8 +175,29 @@ func NewReport(f *Facts, results []Result, m Meta) Report {
 			ff.Remediation = r.Remediation[0]
 		}
 		rep.FixFirst = ff
+	} else if idle {
+		r := results[0]
+		rep.FixFirst = &FixFirst{ID: r.ID, Status: Unknown, Summary: "nothing was judged: " + r.Summary,
+			Remediation: "run p2pcheck where the checks apply, or without --check"}
 	}
 	return rep
+}
+
+// judged reports whether some result judged something for the required
+// capabilities req: a pass, warning or failure, or an unknown that counts. A
+// run in which every check skipped (--check p2p_data_integrity where no probe
+// could run) judged nothing, and [NewReport] makes it unknown rather than a
+// pass: ready only when something was judged and passed.
+func judged(results []Result, req []Capability) bool {
+	for _, r := range results {
+		switch {
+		case r.Status == Skip:
+		case r.Status == Unknown && !r.blocksAny(req):
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 func (f *Facts) environment() Environment {

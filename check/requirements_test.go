@@ -114,9 +114,12 @@ func TestRequirementsDecideFailure(t *testing.T) {
 
 // TestReportRequirements: the report says what it judged against, and a check
 // that blocks only gdrcopy fails the node only when gdrcopy is required. On
-// degraded-link the fix-first line is then the link, not gdrdrv.
+// degraded-link the fix-first line is then the link, not gdrdrv. Its two GPUs
+// are what it is built with (--expect gpus=2): without that, gdr would have
+// nothing to judge.
 func TestReportRequirements(t *testing.T) {
-	f := check.NewFacts(loadMachine(t, "degraded-link"), check.Inputs{Source: check.Snapshot})
+	two := 2
+	f := check.NewFacts(loadMachine(t, "degraded-link"), check.Inputs{Source: check.Snapshot, Expect: &check.Expectation{GPUs: &two}})
 	res, err := check.Run(f, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,8 @@ func NFDFeatures(w io.Writer, r check.Report, expiry time.Time) error {
 	nfdHeader(p, r.ToolVersion, expiry)
 	ft := r.Features
 	for _, kv := range [][2]string{
-		{"ready", ft.Ready}, {"overall", ft.Overall}, {"gpus", ft.GPUs}, {"p2p", ft.P2P}, {"acs", ft.ACS},
+		{"ready", ft.Ready}, {"overall", ft.Overall}, {"gpus", ft.GPUs}, {"rdma-nics", ft.RDMANICs}, {"nvme", ft.NVMe},
+		{"p2p", ft.P2P}, {"acs", ft.ACS},
 		{"iommu", ft.IOMMU}, {"gdr", ft.GDR}, {"gdrcopy", ft.GDRCopy}, {"vm", ft.VM},
 	} {
 		p.line(nfdLine(kv[0], kv[1]))

@@ -35,8 +35,8 @@ func TestNFD(t *testing.T) {
 			if got := labels[render.NFDNamespace+"/p2pcheck.overall"]; got != string(r.Overall) {
 				t.Errorf("overall label %q, want %q", got, r.Overall)
 			}
-			if len(labels) != 9+len(r.Checks) {
-				t.Errorf("%d labels, want %d", len(labels), 9+len(r.Checks))
+			if len(labels) != 11+len(r.Checks) {
+				t.Errorf("%d labels, want %d", len(labels), 11+len(r.Checks))
 			}
 		})
 	}

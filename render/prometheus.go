@@ -1,10 +1,13 @@
 package render
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/p2pkit/p2pkit/check"
 )
@@ -39,16 +42,20 @@ func StatusValue(s check.Status) float64 {
 //   - p2pcheck_pcie_link_width{bdf,kind,state} and
 //     p2pcheck_pcie_link_generation{bdf,kind,state}, state "current" or "max"
 //   - p2pcheck_bar1_total_bytes{gpu,bdf}, p2pcheck_bar1_used_bytes{gpu,bdf}
-//   - p2pcheck_pcie_aer_errors{bdf,severity}: the AER totals since boot of the
-//     functions on peer paths, severity "correctable", "nonfatal" or "fatal",
-//     which [PreviousAER] reads back
+//   - p2pcheck_pcie_aer_errors_total{bdf,severity}: the AER totals since boot
+//     of the functions on peer paths, severity "correctable", "nonfatal" or
+//     "fatal", a counter (the kernel's aer_dev_* counts, which reset only at
+//     boot), which [PreviousAER] reads back
+//   - p2pcheck_devices{kind}: the devices of interest of each kind, in the
+//     words of the report ("GPU", "RDMA NIC", "Ethernet NIC", "NVMe", ...)
 //   - p2pcheck_p2p_bandwidth_bytes_per_second{src_gpu,dst_gpu,engine} and
 //     p2pcheck_p2p_data_verified{src_gpu,dst_gpu} from --probe
 //   - p2pcheck_last_run_timestamp_seconds, p2pcheck_run_duration_seconds
 //   - p2pcheck_build_info{version,driver,cuda} 1
 //
 // Status values are those of StatusValue. No sample carries a timestamp: the
-// textfile collector rejects them.
+// textfile collector rejects them. The command writes the registry through
+// [WithMode], which labels every series with the kind of run.
 func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	gauge := gauges(reg)
@@ -69,6 +76,10 @@ func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Reg
 	}
 	gauge("p2pcheck_overall_status", "Overall node status (0 pass, 1 warn, 2 fail, 4 error, 5 unknown).").WithLabelValues().Set(StatusValue(r.Overall))
 
+	kinds := gauge("p2pcheck_devices", "Devices of interest of each kind (GPU, RDMA NIC, Ethernet NIC, NVMe, accelerator, p2pmem).", "kind")
+	for _, d := range r.Devices {
+		kinds.WithLabelValues(d.Kind).Inc()
+	}
 	width := gauge("p2pcheck_pcie_link_width", "PCIe link width in lanes of a device of interest.", "bdf", "kind", "state")
 	gen := gauge("p2pcheck_pcie_link_generation", "PCIe link generation (1 = 2.5 GT/s ... 6 = 64 GT/s) of a device of interest.", "bdf", "kind", "state")
 	bar1 := gauge("p2pcheck_bar1_total_bytes", "Size of an NVIDIA GPU's BAR1 aperture in bytes (NVML, else sysfs).", "gpu", "bdf")
@@ -101,12 +112,15 @@ func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Reg
 		}
 	}
 	if len(r.AER) > 0 {
-		aer := gauge(aerMetric, "AER errors the kernel counted for a function on a peer path since boot (aer_dev_*); read back by the next run to judge growth.", "bdf", "severity")
+		aer := prometheus.NewCounterVec(prometheus.CounterOpts{Name: aerMetric,
+			Help: "AER errors the kernel counted for a function on a peer path since boot (aer_dev_*); read back by the next run to judge growth."},
+			[]string{"bdf", "severity"})
+		reg.MustRegister(aer)
 		for _, a := range r.AER {
 			bdf := a.BDF.String()
-			aer.WithLabelValues(bdf, "correctable").Set(float64(a.Correctable))
-			aer.WithLabelValues(bdf, "nonfatal").Set(float64(a.NonFatal))
-			aer.WithLabelValues(bdf, "fatal").Set(float64(a.Fatal))
+			aer.WithLabelValues(bdf, "correctable").Add(float64(a.Correctable))
+			aer.WithLabelValues(bdf, "nonfatal").Add(float64(a.NonFatal))
+			aer.WithLabelValues(bdf, "fatal").Add(float64(a.Fatal))
 		}
 	}
 	if p := r.Probe; p != nil {
@@ -131,4 +145,46 @@ func boolFloat(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// The kinds of run a textfile comes from, the value of its "mode" label.
+const (
+	ModeQuick = "quick" // --quick: sysfs, /proc and config space only (NHC, the DaemonSet)
+	ModeFull  = "full"  // the full report, NVML included
+	ModeProbe = "probe" // the full report with the --probe copies
+)
+
+// Mode returns the kind of run of a report with --quick or --probe.
+func Mode(quick, probe bool) string {
+	switch {
+	case quick:
+		return ModeQuick
+	case probe:
+		return ModeProbe
+	}
+	return ModeFull
+}
+
+// WithMode returns g with the label mode="quick", "full" or "probe" on every
+// series. node_exporter's textfile collector (prometheus/node_exporter,
+// collector/textfile.go) merges the families of every *.prom file in its
+// directory and drops series that two files both have, so a node that writes
+// the --quick report (p2pcheck-quick.prom) and the full one (p2pcheck.prom)
+// side by side needs the label to keep both: no series of one file can equal a
+// series of the other.
+func WithMode(g prometheus.Gatherer, mode string) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := g.Gather()
+		if err != nil {
+			return nil, err
+		}
+		name := "mode"
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				m.Label = append(m.Label, &dto.LabelPair{Name: &name, Value: &mode})
+				slices.SortFunc(m.Label, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
+			}
+		}
+		return mfs, nil
+	})
 }

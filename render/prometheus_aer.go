@@ -13,8 +13,13 @@ import (
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
-// aerMetric is the metric of the AER totals in the textfile.
-const aerMetric = "p2pcheck_pcie_aer_errors"
+// aerMetric is the metric of the AER totals in the textfile, a counter;
+// aerGauge its name before it was one, read back from a file an older
+// p2pcheck wrote.
+const (
+	aerMetric = "p2pcheck_pcie_aer_errors_total"
+	aerGauge  = "p2pcheck_pcie_aer_errors"
+)
 
 // maxTextfile bounds what PreviousAER reads: a textfile of a thousand-function
 // machine is well below it.
@@ -25,9 +30,10 @@ const maxTextfile = 16 << 20
 var ErrTextfile = errors.New("render: previous textfile")
 
 // PreviousAER reads the AER totals back from a textfile PrometheusRegistry
-// wrote (the p2pcheck_pcie_aer_errors samples), keyed by function, so that
-// aer_errors can judge their growth since that run. Samples with another metric
-// name are ignored; a sample of this metric with a bad address, severity or
+// wrote (the p2pcheck_pcie_aer_errors_total samples, or the gauge
+// p2pcheck_pcie_aer_errors of a file an older p2pcheck wrote), keyed by
+// function, so that aer_errors can judge their growth since that run. Samples
+// with another metric name are ignored; a sample of this metric with a bad address, severity or
 // value is an error wrapping ErrTextfile, as is a file over 16 MiB.
 func PreviousAER(r io.Reader) (map[pcie.Address]pcie.AERCounts, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxTextfile+1))
@@ -45,7 +51,9 @@ func PreviousAER(r io.Reader) (map[pcie.Address]pcie.AERCounts, error) {
 	out := map[pcie.Address]pcie.AERCounts{}
 	fam, ok := fams[aerMetric]
 	if !ok {
-		return out, nil
+		if fam, ok = fams[aerGauge]; !ok {
+			return out, nil
+		}
 	}
 	for _, m := range fam.GetMetric() {
 		var bdf, sev string
@@ -59,19 +67,21 @@ func PreviousAER(r io.Reader) (map[pcie.Address]pcie.AERCounts, error) {
 		}
 		a, err := pcie.ParseAddress(bdf)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s bdf %q: %w", ErrTextfile, aerMetric, bdf, err)
+			return nil, fmt.Errorf("%w: %s bdf %q: %w", ErrTextfile, fam.GetName(), bdf, err)
 		}
 		var v float64
 		switch {
+		case m.GetCounter() != nil:
+			v = m.GetCounter().GetValue()
 		case m.GetGauge() != nil:
 			v = m.GetGauge().GetValue()
 		case m.GetUntyped() != nil:
 			v = m.GetUntyped().GetValue()
 		default:
-			return nil, fmt.Errorf("%w: %s{bdf=%q} is neither a gauge nor untyped", ErrTextfile, aerMetric, bdf)
+			return nil, fmt.Errorf("%w: %s{bdf=%q} is neither a counter, a gauge nor untyped", ErrTextfile, fam.GetName(), bdf)
 		}
 		if v < 0 || v > 1<<53 || v != math.Trunc(v) {
-			return nil, fmt.Errorf("%w: %s{bdf=%q,severity=%q} = %v is not a count", ErrTextfile, aerMetric, bdf, sev, v)
+			return nil, fmt.Errorf("%w: %s{bdf=%q,severity=%q} = %v is not a count", ErrTextfile, fam.GetName(), bdf, sev, v)
 		}
 		c := out[a]
 		switch sev {
@@ -82,7 +92,7 @@ func PreviousAER(r io.Reader) (map[pcie.Address]pcie.AERCounts, error) {
 		case "fatal":
 			c.Fatal = uint64(v)
 		default:
-			return nil, fmt.Errorf("%w: %s{bdf=%q} has severity %q", ErrTextfile, aerMetric, bdf, sev)
+			return nil, fmt.Errorf("%w: %s{bdf=%q} has severity %q", ErrTextfile, fam.GetName(), bdf, sev)
 		}
 		out[a] = c
 	}

@@ -29,7 +29,7 @@ func TestPreviousAERRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "p2pcheck.prom")
-	if err := prometheus.WriteToTextfile(path, reg); err != nil {
+	if err := prometheus.WriteToTextfile(path, WithMode(reg, ModeQuick)); err != nil {
 		t.Fatal(err)
 	}
 	text, err := os.ReadFile(path)
@@ -44,11 +44,21 @@ func TestPreviousAERRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PreviousAER (-want +got):\n%s", diff)
 	}
+	if !strings.Contains(string(text), "# TYPE p2pcheck_pcie_aer_errors_total counter\n") {
+		t.Errorf("the AER totals are not the counter p2pcheck_pcie_aer_errors_total:\n%s", text)
+	}
+	// The gauge an older p2pcheck wrote is read back as well.
+	old := "# TYPE p2pcheck_pcie_aer_errors gauge\np2pcheck_pcie_aer_errors{bdf=\"0000:19:00.0\",severity=\"correctable\"} 37\n"
+	if got, err := PreviousAER(strings.NewReader(old)); err != nil || !cmp.Equal(got, map[pcie.Address]pcie.AERCounts{a: {Correctable: 37}}) {
+		t.Errorf("PreviousAER(old gauge) = %v, %v", got, err)
+	}
 }
 
 func TestPreviousAERRejects(t *testing.T) {
 	for _, tt := range []struct{ name, in string }{
 		{"bad bdf", `p2pcheck_pcie_aer_errors{bdf="zz",severity="fatal"} 1` + "\n"},
+		{"bad bdf, counter", `p2pcheck_pcie_aer_errors_total{bdf="zz",severity="fatal"} 1` + "\n"},
+		{"negative, counter", `p2pcheck_pcie_aer_errors_total{bdf="0000:01:00.0",severity="fatal",mode="full"} -1` + "\n"},
 		{"bad severity", `p2pcheck_pcie_aer_errors{bdf="0000:01:00.0",severity="mild"} 1` + "\n"},
 		{"negative", `p2pcheck_pcie_aer_errors{bdf="0000:01:00.0",severity="fatal"} -1` + "\n"},
 		{"fraction", `p2pcheck_pcie_aer_errors{bdf="0000:01:00.0",severity="fatal"} 1.5` + "\n"},
@@ -70,6 +80,7 @@ func FuzzPreviousAER(f *testing.F) {
 	f.Add(`p2pcheck_pcie_aer_errors{bdf="0000:01:00.0",severity="fatal"} 1` + "\n")
 	f.Add("# HELP p2pcheck_pcie_aer_errors x\n# TYPE p2pcheck_pcie_aer_errors gauge\np2pcheck_pcie_aer_errors{bdf=\"0000:19:00.0\",severity=\"correctable\"} 37\n")
 	f.Add("p2pcheck_exit_code 0\n")
+	f.Add("# TYPE p2pcheck_pcie_aer_errors_total counter\np2pcheck_pcie_aer_errors_total{bdf=\"0000:19:00.0\",mode=\"quick\",severity=\"fatal\"} 2\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		m, err := PreviousAER(strings.NewReader(in))
 		if err != nil && m != nil {

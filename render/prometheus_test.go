@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,7 +42,11 @@ func series(f *dto.MetricFamily) []string {
 		for _, l := range m.GetLabel() {
 			ls = append(ls, l.GetName()+"="+l.GetValue())
 		}
-		out = append(out, strings.Join(ls, ",")+" "+strconvG(m.GetGauge().GetValue()))
+		v := m.GetGauge().GetValue()
+		if c := m.GetCounter(); c != nil {
+			v = c.GetValue()
+		}
+		out = append(out, strings.Join(ls, ",")+" "+strconvG(v))
 	}
 	sort.Strings(out)
 	return out
@@ -52,8 +57,13 @@ func strconvG(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func TestPrometheus(t *testing.T) {
 	fams := writeTextfile(t, machineReport(t, "degraded-link"))
 	for name, f := range fams {
-		if !strings.HasPrefix(name, "p2pcheck_") || f.GetHelp() == "" || f.GetType() != dto.MetricType_GAUGE {
-			t.Errorf("%s: prefix, help %q, type %s", name, f.GetHelp(), f.GetType())
+		// A counter's name ends in _total, and only a counter's does.
+		want := dto.MetricType_GAUGE
+		if strings.HasSuffix(name, "_total") {
+			want = dto.MetricType_COUNTER
+		}
+		if !strings.HasPrefix(name, "p2pcheck_") || f.GetHelp() == "" || f.GetType() != want {
+			t.Errorf("%s: prefix, help %q, type %s, want %s", name, f.GetHelp(), f.GetType(), want)
 		}
 		if !model.LegacyValidation.IsValidMetricName(name) {
 			t.Errorf("%s is not a valid metric name", name)
@@ -68,8 +78,10 @@ func TestPrometheus(t *testing.T) {
 		family string
 		want   []string
 	}{
-		{"p2pcheck_overall_status", []string{" 1"}},
-		{"p2pcheck_exit_code", []string{" 0"}},
+		// Two GPUs and no RDMA NIC: gdr, required by default, has nothing to judge.
+		{"p2pcheck_overall_status", []string{" 5"}},
+		{"p2pcheck_exit_code", []string{" 3"}},
+		{"p2pcheck_devices", []string{"kind=GPU 2"}},
 		{"p2pcheck_pcie_link_width", []string{
 			"bdf=0000:03:00.0,kind=GPU,state=current 16", "bdf=0000:03:00.0,kind=GPU,state=max 16",
 			"bdf=0000:04:00.0,kind=GPU,state=current 8", "bdf=0000:04:00.0,kind=GPU,state=max 16",
@@ -124,4 +136,52 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// TestPrometheusMode: WithMode labels every series with the run's mode, so
+// that the --quick and the full textfile of one node share no series; the
+// families and values are otherwise those of the registry.
+func TestPrometheusMode(t *testing.T) {
+	r := machineReport(t, "dgx-h100")
+	reg, err := render.PrometheusRegistry(r, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, mode := range []string{render.Mode(true, false), render.Mode(false, false), render.Mode(false, true)} {
+		mfs, err := render.WithMode(reg, mode).Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mfs) != len(plain) {
+			t.Fatalf("%s: %d families, want %d", mode, len(mfs), len(plain))
+		}
+		for _, mf := range mfs {
+			for _, s := range series(mf) {
+				key := mf.GetName() + "{" + s[:strings.LastIndexByte(s, ' ')] + "}"
+				if !strings.Contains(key, "mode="+mode) {
+					t.Fatalf("%s has no mode=%s", key, mode)
+				}
+				if m, ok := seen[key]; ok {
+					t.Errorf("%s in %s and %s", key, m, mode)
+				}
+				seen[key] = mode
+			}
+			for _, m := range mf.GetMetric() {
+				if !slices.IsSortedFunc(m.GetLabel(), func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) }) {
+					t.Errorf("%s: labels not sorted", mf.GetName())
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"quick", "full", "probe"}, []string{render.Mode(true, false), render.Mode(false, false), render.Mode(false, true)}); diff != "" {
+		t.Errorf("modes (-want +got):\n%s", diff)
+	}
+	if fams := writeTextfile(t, r); len(series(fams["p2pcheck_devices"])) != 3 {
+		t.Errorf("p2pcheck_devices = %q, want GPU, RDMA NIC and NVMe", series(fams["p2pcheck_devices"]))
+	}
 }

@@ -141,7 +141,7 @@ func deviceLine(ds []check.Device) string {
 		counts[d.Kind]++
 	}
 	if len(order) == 0 {
-		return "devices: none of interest (no GPU, NIC, NVMe or p2pmem provider)"
+		return "devices: none of interest (no GPU, RDMA NIC, Ethernet NIC, NVMe or p2pmem provider)"
 	}
 	parts := make([]string, len(order))
 	for i, k := range order {

@@ -21,6 +21,7 @@ var errConfig = errors.New("config")
 // config is what a configuration file sets; a nil field was not set.
 type config struct {
 	require      []check.Capability
+	expect       *check.Expectation
 	aerThreshold *uint64
 }
 
@@ -28,6 +29,7 @@ type config struct {
 // lines starting with '#' ignored, the keys
 //
 //	require = p2p,gdr         what the node is for, as --require takes it
+//	expect = gpus=8,rdma-nics=8   the devices it must have, as --expect takes it
 //	aer-threshold = 100       as --aer-threshold
 //
 // A key set twice, an unknown key or a bad value is an error naming the line.
@@ -55,6 +57,12 @@ func parseConfig(b []byte) (config, error) {
 				return config{}, fmt.Errorf("%w: line %d: require: %w", errConfig, i+1, err)
 			}
 			c.require = req
+		case "expect":
+			e, err := check.ParseExpectation(v)
+			if err != nil {
+				return config{}, fmt.Errorf("%w: line %d: expect: %w", errConfig, i+1, err)
+			}
+			c.expect = &e
 		case "aer-threshold":
 			n, err := parseThreshold(v)
 			if err != nil {
@@ -62,7 +70,7 @@ func parseConfig(b []byte) (config, error) {
 			}
 			c.aerThreshold = &n
 		default:
-			return config{}, fmt.Errorf("%w: line %d: unknown key %q (valid: require, aer-threshold)", errConfig, i+1, clipLine(k))
+			return config{}, fmt.Errorf("%w: line %d: unknown key %q (valid: require, expect, aer-threshold)", errConfig, i+1, clipLine(k))
 		}
 	}
 	return c, nil

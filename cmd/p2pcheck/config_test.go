@@ -90,3 +90,20 @@ func TestReadConfig(t *testing.T) {
 
 // The tests never read the machine's own configuration file.
 func init() { defaultConfig = "testdata/no-such-p2pcheck.conf" }
+
+// TestParseConfigExpect: expect = takes what --expect takes, its value holding
+// "=" itself; a bad one is an error naming the line.
+func TestParseConfigExpect(t *testing.T) {
+	c, err := parseConfig([]byte("require = p2p\nexpect = gpus=8, rdma-nics=8\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.expect == nil || c.expect.String() != "gpus=8,rdma-nics=8" {
+		t.Errorf("expect = %v, want gpus=8,rdma-nics=8", c.expect)
+	}
+	for _, in := range []string{"expect = nics=2\n", "expect =\n", "expect = gpus=1\nexpect = gpus=2\n"} {
+		if _, err := parseConfig([]byte(in)); !errors.Is(err, errConfig) || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("parseConfig(%q) error = %v, want errConfig naming the line", in, err)
+		}
+	}
+}

@@ -67,7 +67,7 @@ func TestDaemonSetCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `p2pcheck_check_status{check="nccl_env",subject=""} 2`; !strings.Contains(string(prom), want+"\n") {
+	if want := `p2pcheck_check_status{check="nccl_env",mode="quick",subject=""} 2`; !strings.Contains(string(prom), want+"\n") {
 		t.Errorf("the textfile lacks %s: nccl_env did not judge the host's /etc/nccl.conf", want)
 	}
 }

@@ -129,8 +129,15 @@ func TestReportFabricSignature(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	sig := fams["p2pcheck_fabric_signature_info"].GetMetric()[0].GetLabel()[0].GetValue()
-	gsig := fams["p2pcheck_fabric_golden_signature_info"].GetMetric()[0].GetLabel()[0].GetValue()
+	label := func(family string) string {
+		for _, l := range fams[family].GetMetric()[0].GetLabel() {
+			if l.GetName() == "signature" {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	sig, gsig := label("p2pcheck_fabric_signature_info"), label("p2pcheck_fabric_golden_signature_info")
 	if sig != doc.Node.Signature || gsig != doc.Golden.Signature {
 		t.Errorf("textfile signatures %s (golden %s), diff's %s (golden %s)", sig, gsig, doc.Node.Signature, doc.Golden.Signature)
 	}

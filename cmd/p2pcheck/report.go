@@ -60,7 +60,11 @@ type reportOptions struct {
 	config       string
 	aerThreshold uint64
 	requireCaps  []check.Capability
-	interval     time.Duration
+	// expect is --expect; resolve turns it, or the file's expect =, into
+	// expectation.
+	expect      string
+	expectation *check.Expectation
+	interval    time.Duration
 	// virtHost and bareMetal say what the host is for (acs_path, virt_host).
 	virtHost, bareMetal bool
 	golden              string // --golden: the snapshot --prometheus compares the fabric with (diff.go)
@@ -86,7 +90,8 @@ func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 	f.IntVar(&ro.pid, "pid", 0, "judge the locked-memory limit and NCCL environment of process `PID` (a job's) instead of p2pcheck's own")
 	f.StringVar(&ro.require, "require", "", "what the node is for, a comma-separated `LIST` of "+capabilityNames()+
 		": a check fails the node only if it blocks one of them (default p2p,gdr)")
-	f.StringVar(&ro.config, "config", "", "read settings (require = LIST, aer-threshold = N) from `FILE` (default "+defaultConfig+" when present); flags win")
+	f.StringVar(&ro.expect, "expect", "", "the devices the node must have at least, `LIST` of gpus=N,rdma-nics=N,nvme=N: fewer fails the node (default: not counted, but a required capability with no devices to judge is unknown)")
+	f.StringVar(&ro.config, "config", "", "read settings (require = LIST, expect = LIST, aer-threshold = N) from `FILE` (default "+defaultConfig+" when present); flags win")
 	f.Uint64Var(&ro.aerThreshold, "aer-threshold", check.DefaultAERThreshold, "correctable AER errors, new since the previous --prometheus file or since boot without one, that warn")
 	f.DurationVar(&ro.interval, "interval", 0, "run the report every `DURATION` (e.g. 5m), rewriting --prometheus and --nfd, until SIGTERM or SIGINT")
 	f.BoolVar(&ro.virtHost, "virt-host", false, "judge a host that passes devices to VMs: virt_host instead of acs_path's bare-metal rule (default: found from the ConnectX NICs' ATS)")
@@ -131,6 +136,14 @@ func (ro *reportOptions) resolve(changed func(flag string) bool) error {
 		}
 		ro.requireCaps = req
 	}
+	ro.expectation = c.expect
+	if changed("expect") {
+		e, err := check.ParseExpectation(ro.expect)
+		if err != nil {
+			return usageError("--expect: %v", err)
+		}
+		ro.expectation = &e
+	}
 	if c.aerThreshold != nil && !changed("aer-threshold") {
 		ro.aerThreshold = *c.aerThreshold
 	}
@@ -153,11 +166,15 @@ Checks, in the order they run:
 A check fails the node only if it blocks what the node is for (--require, or
 "require =" in the configuration file; default p2p,gdr): otherwise it warns and says
 which --require would make it fail. A check that applies but could not read a fact it
-needs (ACS without root) is unknown, and says how to see it.
+needs (ACS without root) is unknown, and says how to see it. inventory counts the GPUs,
+RDMA NICs and NVMe controllers: fewer than --expect says fails the node; without
+--expect, a required capability with no devices to judge (p2p on a node with one GPU,
+gdr without an RDMA NIC) is unknown, and so is a run in which every check skipped: a
+node is ready only when something was judged and passed.
 
 Exit codes: 0 pass (warnings allowed), 1 a check failed, 2 warnings with
---fail-on=warn, 3 a check of a required capability is unknown or could not be
-evaluated, 64 usage error. The JSON "overall" and "exit_code" fields always agree
+--fail-on=warn, 3 a check of a required capability is unknown, nothing was judged, or
+the node could not be evaluated, 64 usage error. The JSON "overall" and "exit_code" fields always agree
 with the exit code.`,
 		Example: "  sudo p2pcheck\n  p2pcheck report --quick --format json\n  p2pcheck --check acs_path --check iommu_mode\n" +
 			"  p2pcheck --prometheus /var/lib/node_exporter/textfile/p2pcheck.prom --nfd /etc/kubernetes/node-feature-discovery/features.d/p2pcheck",
@@ -377,7 +394,7 @@ func hostName() string {
 // after loading the node.
 func (ro *reportOptions) gather(n *node.Node, gpus func() (*gpu.Facts, error)) check.Inputs {
 	o := ro.global
-	in := check.Inputs{Source: ro.source()}
+	in := check.Inputs{Source: ro.source(), Expect: ro.expectation, Require: ro.requireCaps}
 	switch {
 	case ro.virtHost:
 		in.Use = provision.ModeVirtHost
@@ -508,13 +525,15 @@ func (ro *reportOptions) writeUnevaluated(start time.Time) error {
 		func(w io.Writer) error { return render.NFDUnevaluated(w, version(), start.Add(ro.nfdTTL)) })
 }
 
-// writeFleet writes the --prometheus file from the registry prom returns and the
-// --nfd file with nfd, where asked for. Either failing is exit 3.
+// writeFleet writes the --prometheus file from the registry prom returns, every
+// series labelled with the run's mode (render.WithMode), and the --nfd file
+// with nfd, where asked for. Either failing is exit 3.
 func (ro *reportOptions) writeFleet(prom func() (*prometheus.Registry, error), nfd func(io.Writer) error) error {
 	if ro.prometheus != "" {
 		reg, err := prom()
 		if err == nil {
-			err = writeFileAtomic(ro.prometheus, true, func(f *os.File) error { return writeTextfile(f, reg) })
+			g := render.WithMode(reg, render.Mode(ro.quick, ro.probe))
+			err = writeFileAtomic(ro.prometheus, true, func(f *os.File) error { return writeTextfile(f, g) })
 		}
 		if err != nil {
 			return noEvalError(fmt.Errorf("--prometheus: %w", err))

@@ -49,10 +49,10 @@ func TestReportGolden(t *testing.T) {
 		{"dgx-h100", exitFail},
 		{"dgx-h100-acs-off", exitOK},
 		{"dgx-h100-nonroot", exitNoEval},
-		// gdrdrv is missing on both: it blocks gdrcopy only, which the default
-		// requirements (p2p, gdr) leave out.
-		{"degraded-link", exitOK},
-		{"h200-2gpu-vm", exitOK},
+		// Two GPUs and no RDMA NIC on both, and nothing says that is what they
+		// are built with: gdr, required by default, has nothing to judge.
+		{"degraded-link", exitNoEval},
+		{"h200-2gpu-vm", exitNoEval},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := []string{"--snapshot", h200Snapshot}
@@ -83,13 +83,17 @@ func TestExitCodes(t *testing.T) {
 		overall check.Status
 		stderr  string
 	}{
-		{"gdrdrv warns by default", []string{"--root", degraded}, exitOK, check.Warn, ""},
+		{"gdrdrv warns by default", []string{"--root", degraded, "--expect", "gpus=2"}, exitOK, check.Warn, ""},
+		// Two GPUs and no RDMA NIC: gdr, required by default, has nothing to judge.
+		{"nothing to judge", []string{"--root", degraded}, exitNoEval, check.Unknown, ""},
+		{"a GPU missing", []string{"--root", degraded, "--expect", "gpus=3,rdma-nics=0"}, exitFail, check.Fail, ""},
+		{"bad expect", []string{"--root", degraded, "--expect", "nics=2"}, exitUsage, "", `--expect: check: expectation: unknown kind "nics"`},
 		{"fail", []string{"--root", degraded, "--require", "p2p,gdr,gdrcopy"}, exitFail, check.Fail, ""},
 		{"warn passes", []string{"--root", degraded, "--check", "pcie_link"}, exitOK, check.Warn, ""},
 		{"warn with --fail-on=warn", []string{"--root", degraded, "--check", "pcie_link", "--fail-on=warn"}, exitWarn, check.Warn, ""},
 		{"pass", []string{"--root", degraded, "--check", "acs_path", "--check", "iommu_mode", "--fail-on", "warn"}, exitOK, check.Pass, ""},
 		{"gdr", []string{"gdr", "--root", degraded}, exitFail, check.Fail, ""},
-		{"unknown check", []string{"--root", degraded, "--check", "acs"}, exitUsage, "", "valid checks: p2p_reachability, virtualization"},
+		{"unknown check", []string{"--root", degraded, "--check", "acs"}, exitUsage, "", "valid checks: inventory, p2p_reachability, virtualization"},
 		{"bad fail-on", []string{"--root", degraded, "--fail-on", "skip"}, exitUsage, "", "--fail-on must be fail or warn"},
 		{"quick and probe", []string{"--root", degraded, "--quick", "--probe"}, exitUsage, "", "exclude each other"},
 		{"no root", []string{"--root", filepath.Join(degraded, "missing")}, exitNoEval, "", "no such file"},

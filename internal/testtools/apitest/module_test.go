@@ -29,7 +29,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	f := check.NewFacts(n, check.Inputs{Source: check.Snapshot})
+	gpus := 2 // what the capture is built with: two GPUs, no RDMA NIC
+	f := check.NewFacts(n, check.Inputs{Source: check.Snapshot, Expect: &check.Expectation{GPUs: &gpus}})
 	results, err := check.Run(f, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -77,7 +78,7 @@ func TestExampleModule(t *testing.T) {
 	if err != nil {
 		t.Fatalf("consumer: %v\n%s", err, out)
 	}
-	for _, want := range []string{"p2pcheck report (snapshot", "devices: 1 NIC, 2 GPU", "overall: "} {
+	for _, want := range []string{"p2pcheck report (snapshot", "devices: 1 Ethernet NIC, 2 GPU", "overall: "} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("consumer output lacks %q:\n%s", want, out)
 		}
