@@ -7,6 +7,7 @@ import (
 
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // checkGPUDirectRDMA reports which GPUDirect RDMA path the node offers to its
@@ -121,10 +122,12 @@ func (f *Facts) dmabuf() dmabufVerdict {
 	} else {
 		add("kernel and driver", Fail, why)
 	}
-	switch kc := p.KernelConfig; {
-	case kc.Source == "" || kc.Options["CONFIG_DMA_SHARED_BUFFER"] == "":
+	// One reading of the configuration (procfs.KernelConfig.Value): an option a
+	// found configuration leaves out is not set, as Kconfig leaves it out.
+	switch p.KernelConfig.Value("CONFIG_DMA_SHARED_BUFFER") {
+	case procfs.ConfigUnknown:
 		add("CONFIG_DMA_SHARED_BUFFER", Unknown, "whether the kernel has CONFIG_DMA_SHARED_BUFFER is unknown")
-	case kc.Options["CONFIG_DMA_SHARED_BUFFER"] == "n":
+	case procfs.ConfigNo:
 		add("CONFIG_DMA_SHARED_BUFFER", Fail, "the kernel is built without CONFIG_DMA_SHARED_BUFFER")
 	}
 	for _, g := range f.NVIDIAGPUs() {

@@ -88,7 +88,8 @@ func checkIOMMU(f *Facts) Result {
 	r.Expected = "identity (passthrough) or no IOMMU where a peer path needs it"
 	passthrough := slices.Contains(opts, "iommu=pt") || slices.ContainsFunc(opts, func(o string) bool {
 		v, ok := strings.CutPrefix(o, "iommu.passthrough=")
-		return ok && kernelBool(v)
+		on, valid := kernelBool(v)
+		return ok && valid && on
 	})
 	switch {
 	case len(translated) > 0:
@@ -108,14 +109,30 @@ func checkIOMMU(f *Facts) Result {
 	return r
 }
 
-// kernelBool reports a true value as the kernel's kstrtobool reads it (lib/kstrtox.c):
-// 1, y, Y, on.
-func kernelBool(v string) bool {
-	switch strings.ToLower(v) {
-	case "1", "y", "yes", "on":
-		return true
+// kernelBool reads v as the kernel's kstrtobool (lib/kstrtox.c) does: only the
+// first character counts, 'Y', 'y', 'T', 't' and '1' are true, 'N', 'n', 'F',
+// 'f' and '0' false, and "on"/"off" (any case) by their second character; ok is
+// false for anything else, which the kernel rejects (-EINVAL) and so ignores.
+func kernelBool(v string) (val, ok bool) {
+	if v == "" {
+		return false, false
 	}
-	return false
+	switch v[0] {
+	case 'y', 'Y', 't', 'T', '1':
+		return true, true
+	case 'n', 'N', 'f', 'F', '0':
+		return false, true
+	case 'o', 'O':
+		if len(v) > 1 {
+			switch v[1] {
+			case 'n', 'N':
+				return true, true
+			case 'f', 'F':
+				return false, true
+			}
+		}
+	}
+	return false, false
 }
 
 // judgeTranslation fills r for an IOMMU that translates DMA for the devices in
