@@ -185,6 +185,9 @@ const (
 	expLinkWidth   = 0x03f0 // PCI_EXP_LNKCAP_MLW, PCI_EXP_LNKSTA_NLW
 	expLnkCapPort  = 24     // PCI_EXP_LNKCAP_PN is bits 31:24
 	expLinkRegsEnd = expLnkSta + 2
+
+	expDevCtl        = 0x08   // PCI_EXP_DEVCTL
+	expDevCtlRelaxEn = 0x0010 // PCI_EXP_DEVCTL_RELAX_EN
 )
 
 // parseExpress decodes the PCI Express capability at pos. The link registers are read
@@ -201,6 +204,10 @@ func parseExpress(s *space, pos int) *Express {
 	e.Version = uint8(flags & expFlagsVers)
 	e.PortType = PortType((flags & expFlagsType) >> 4)
 	e.Slot = flags&expFlagsSlot != 0
+	if s.has(pos, expDevCtl+2) {
+		ro := le.Uint16(s.b[pos+expDevCtl:])&expDevCtlRelaxEn != 0
+		e.RelaxedOrdering = &ro
+	}
 	switch e.PortType {
 	case PortEndpoint, PortLegacyEndpoint, PortRootPort, PortUpstream, PortDownstream,
 		PortPCIeToPCI, PortPCIToPCIe:
