@@ -101,11 +101,6 @@ type Express struct {
 	// registers (drivers/pci/access.c pcie_cap_has_lnkctl); the Link fields are
 	// then zero.
 	HasLink bool
-	// RelaxedOrdering is the Enable Relaxed Ordering bit of Device Control
-	// (PCI_EXP_DEVCTL_RELAX_EN, include/uapi/linux/pci_regs.h): the function may
-	// set the Relaxed Ordering attribute in the requests it sends. Nil when Device
-	// Control lies past the bytes read.
-	RelaxedOrdering *bool
 }
 
 // ACS is the Access Control Services extended capability.

@@ -204,10 +204,6 @@ func parseExpress(s *space, pos int) *Express {
 	e.Version = uint8(flags & expFlagsVers)
 	e.PortType = PortType((flags & expFlagsType) >> 4)
 	e.Slot = flags&expFlagsSlot != 0
-	if s.has(pos, expDevCtl+2) {
-		ro := le.Uint16(s.b[pos+expDevCtl:])&expDevCtlRelaxEn != 0
-		e.RelaxedOrdering = &ro
-	}
 	switch e.PortType {
 	case PortEndpoint, PortLegacyEndpoint, PortRootPort, PortUpstream, PortDownstream,
 		PortPCIeToPCI, PortPCIToPCIe:
