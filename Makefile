@@ -23,6 +23,14 @@ export CGO_CFLAGS
 
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The image's creation time: the commit's (https://reproducible-builds.org/specs/source-date-epoch/).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# Each evaluated once (and passed to the sub-makes), so that a commit made while a
+# release builds cannot mix two.
+VERSION   := $(VERSION)
+COMMIT    := $(COMMIT)
+SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
+export VERSION COMMIT SOURCE_DATE_EPOCH
 IMAGE     ?= ghcr.io/p2pkit/p2pcheck
 PCI_IDS   ?= /usr/share/misc/pci.ids
 DIST      ?= dist
@@ -55,6 +63,7 @@ release:
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/linux_$$arch/$$cmd ./cmd/$$cmd; \
 	done; done
 	CGO_ENABLED=1 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/linux_amd64_nvml/p2pcheck ./cmd/p2pcheck
+	mkdir -p $(DIST)/man && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(DIST)/linux_amd64/p2pcheck man $(DIST)/man
 	$(MAKE) --no-print-directory image
 	sed 's|image: $(IMAGE):.*|image: $(IMAGE):$(VERSION)|' deploy/kubernetes/daemonset.yaml >$(DIST)/daemonset.yaml
 	grep -q 'image: $(IMAGE):$(VERSION)$$' $(DIST)/daemonset.yaml
@@ -69,6 +78,7 @@ release-check:
 	set -e; for f in linux_amd64/p2pcheck linux_amd64/gdrbench linux_amd64_nvml/p2pcheck; do \
 	  v=$$($(DIST)/$$f --version); echo "$$v"; echo "$$v" | grep -q ' $(VERSION) commit=$(shell echo $(COMMIT) | cut -c1-12) '; done
 	$(DIST)/linux_amd64/p2pcheck --version | grep -q ' nvml=false cuda=false '
+	test -s $(DIST)/man/p2pcheck.1 && test -s $(DIST)/man/p2pcheck-report.1
 	$(DIST)/linux_amd64_nvml/p2pcheck --version | grep -q ' nvml=true cuda=true '
 	set -e; for f in linux_amd64/p2pcheck linux_amd64/gdrbench linux_arm64/p2pcheck linux_arm64/gdrbench; do \
 	  ! readelf -lW $(DIST)/$$f | grep -q INTERP || { echo "$$f is not static" >&2; exit 1; }; done
@@ -77,10 +87,15 @@ release-check:
 	  if command -v $(QEMU_ARM64) >/dev/null; then $(QEMU_ARM64) $(DIST)/$$f --version | grep ' $(VERSION) .*platform=linux/arm64$$'; fi; done
 	$(MAKE) --no-print-directory image-check
 
+# The man pages of every command (cobra's doc package) in bin/man.
+.PHONY: man
+man: build
+	mkdir -p $(BIN)/man && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/p2pcheck man $(BIN)/man
+
 # The container image, from the release's static binaries.
 image:
 	cd deploy && $(GO) run ./cmd/p2pcheck-image build -o ../$(DIST)/p2pcheck-image.oci.tar \
-	  -version $(VERSION) -repository $(IMAGE) -pci-ids $(PCI_IDS) \
+	  -version $(VERSION) -revision $(COMMIT) -created $(SOURCE_DATE_EPOCH) -repository $(IMAGE) -pci-ids $(PCI_IDS) \
 	  amd64=../$(DIST)/linux_amd64/p2pcheck arm64=../$(DIST)/linux_arm64/p2pcheck
 
 # Unpacks the amd64 image and runs its p2pcheck (scripts/check-image.sh).
@@ -148,8 +163,10 @@ fuzz-smoke:
 	if [ $${#failed[@]} -gt 0 ]; then printf 'fuzz-smoke: FAILED %s\n' "$${failed[@]}"; exit 1; fi; \
 	echo "fuzz-smoke: every target passed"
 
+# The README's benchmark table: the Go benchmarks in interleaved rounds, each beside
+# an anchor timed in the same run (internal/testtools/fixture/cmd/benchtable), as Markdown.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pcie/ ./sysfs/ ./p2pdma/ ./render/
+	$(GO) run ./internal/testtools/fixture/cmd/benchtable
 	$(GO) test -run '^$$' -bench . -benchtime 200ms -count 3 ./gdrcopy/internal/wccopy/
 
 # Whole-process `p2pcheck topo` against `lspci -tv` on the 1,028-function synthetic

@@ -13,10 +13,13 @@ func deviceNumber(fi fs.FileInfo) (major, minor uint32, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	dev := uint64(st.Rdev)
-	major = uint32((dev>>8)&0xfff | (dev>>32)&^0xfff)
-	minor = uint32(dev&0xff | (dev>>12)&^0xff)
+	major, minor = splitDev(st.Rdev)
 	return major, minor, true
+}
+
+// splitDev decodes an st_rdev as deviceNumber does.
+func splitDev(dev uint64) (major, minor uint32) {
+	return uint32((dev>>8)&0xfff | (dev>>32)&^0xfff), uint32(dev&0xff | (dev>>12)&^0xff)
 }
 
 // fileIDOf is the device and inode number of fi.

@@ -112,11 +112,18 @@ func (r Root) Live() bool { return r.live }
 // (fs/kernfs/file.c). The final link, if any, is followed. Anything but a regular
 // file is refused before it is opened.
 func (r Root) Read(name string, buf []byte, toEOF bool) (int, error) {
-	n, err := r.t.readFile(name, buf, toEOF)
-	if cerr := r.meter.charge(n); cerr != nil {
-		return 0, cerr
-	}
+	n, _, err := r.ReadPerm(name, buf, toEOF)
 	return n, err
+}
+
+// ReadPerm is [Root.Read] that also returns the file's permission bits, taken from
+// the open file: a capture that keeps them costs no stat of its own.
+func (r Root) ReadPerm(name string, buf []byte, toEOF bool) (int, fs.FileMode, error) {
+	n, perm, err := r.t.readFile(name, buf, toEOF)
+	if cerr := r.meter.charge(n); cerr != nil {
+		return 0, 0, cerr
+	}
+	return n, perm, err
 }
 
 // ReadFile reads the whole file name, at most limit bytes; a longer file is an error
@@ -239,7 +246,8 @@ func (r Root) Sub(name string) (Root, error) {
 // tree is what a Root reads: a directory on disk (dirTree, fdTree) or a snapshot
 // loaded into memory (memTree). See Root's methods of the same names.
 type tree interface {
-	readFile(name string, buf []byte, toEOF bool) (int, error)
+	// readFile also returns the file's permission bits, from the open file.
+	readFile(name string, buf []byte, toEOF bool) (int, fs.FileMode, error)
 	// readAll reads the file name to its end, or to limit+1 bytes when it is longer;
 	// the buffer grows with what is read, so a large limit costs nothing up front.
 	readAll(name string, limit int) ([]byte, error)

@@ -17,10 +17,10 @@ type dirTree struct {
 	r *os.Root
 }
 
-func (t dirTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
-	f, err := t.openRegular(name)
+func (t dirTree) readFile(name string, buf []byte, toEOF bool) (int, fs.FileMode, error) {
+	f, fi, err := t.openRegular(name)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	n := 0
@@ -31,23 +31,18 @@ func (t dirTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
 			break
 		}
 		if err != nil {
-			return n, err
+			return n, 0, err
 		}
 		if !toEOF && n < len(buf) {
 			break
 		}
 	}
-	return n, nil
+	return n, fi.Mode().Perm(), nil
 }
 
 func (t dirTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
-	f, err := t.openRegular(name)
+	f, fi, err := t.openRegular(name)
 	if err != nil {
-		return nil, 0, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, 0, err
 	}
 	return f, fi.Size(), nil
@@ -59,26 +54,28 @@ func (t dirTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 // an attribute is expected. The type is checked again on the open file, in case
 // the name was replaced in between. openFlags keeps a FIFO or a terminal that got
 // through from blocking or becoming the controlling terminal.
-func (t dirTree) openRegular(name string) (*os.File, error) {
+//
+// It returns the open file's FileInfo too.
+func (t dirTree) openRegular(name string) (*os.File, fs.FileInfo, error) {
 	fi, err := t.r.Stat(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, notRegular(fi.Mode())
+		return nil, nil, notRegular(fi.Mode())
 	}
 	f, err := t.r.OpenFile(name, openFlags, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
 		if err == nil {
 			err = notRegular(fi.Mode())
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 // notRegular is ErrNotFile for a file of mode m.
@@ -113,7 +110,7 @@ func FileKind(m fs.FileMode) string {
 }
 
 func (t dirTree) readAll(name string, limit int) ([]byte, error) {
-	f, err := t.openRegular(name)
+	f, _, err := t.openRegular(name)
 	if err != nil {
 		return nil, err
 	}

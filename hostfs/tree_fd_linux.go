@@ -1,12 +1,14 @@
 package hostfs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -50,6 +52,162 @@ type fdTree struct {
 	fd   int
 }
 
+// listings holds the buffers list reads directory listings into.
+var listings = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
+
+// list reads the whole listing of the open directory fd with getdents(2) into a
+// buffer of listings, which the caller gives back.
+func list(fd int) (*[]byte, error) {
+	bp := listings.Get().(*[]byte)
+	buf := (*bp)[:0]
+	for {
+		if cap(buf)-len(buf) < 1024 {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := unix.Getdents(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			*bp = buf
+			listings.Put(bp)
+			return nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	*bp = buf
+	for b := buf; len(b) > 0; {
+		_, rest, ok := dirent(b)
+		if !ok {
+			listings.Put(bp)
+			return nil, unix.EIO
+		}
+		b = rest
+	}
+	return bp, nil
+}
+
+// direntRec is one record of a listing.
+type direntRec struct {
+	name  []byte
+	dtype uint8
+}
+
+// dirent decodes the first struct linux_dirent64 (include/linux/dirent.h: d_ino
+// u64, d_off s64, d_reclen u16, d_type u8, d_name NUL-terminated) of b. The
+// entries "." and ".." come back with an empty name.
+func dirent(b []byte) (rec direntRec, rest []byte, ok bool) {
+	if len(b) < 19 {
+		return direntRec{}, nil, false
+	}
+	reclen := int(b[16]) | int(b[17])<<8
+	if reclen < 19 || reclen > len(b) {
+		return direntRec{}, nil, false
+	}
+	name := b[19:reclen]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	if string(name) == "." || string(name) == ".." {
+		name = nil
+	}
+	return direntRec{name: name, dtype: b[18]}, b[reclen:], true
+}
+
+// entries returns the DirEntries of a listing of the directory fd, sorted by name.
+func entries(fd int, listing []byte) ([]DirEntry, error) {
+	var ents []DirEntry
+	for b := listing; len(b) > 0; {
+		rec, rest, _ := dirent(b)
+		b = rest
+		if len(rec.name) == 0 {
+			continue
+		}
+		name := string(rec.name)
+		typ, known := direntType(rec.dtype)
+		if !known {
+			var st unix.Stat_t
+			if err := fstatat(fd, name, &st); err != nil {
+				if errors.Is(err, unix.ENOENT) {
+					continue // gone since it was listed
+				}
+				return nil, err
+			}
+			typ = fileMode(st.Mode) & fs.ModeType
+		}
+		ents = append(ents, DirEntry{Name: name, Type: typ})
+	}
+	slices.SortFunc(ents, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
+	return ents, nil
+}
+
+// direntType is the fs.FileMode type bits of a d_type; known is false for
+// DT_UNKNOWN.
+func direntType(t uint8) (typ fs.FileMode, known bool) {
+	switch t {
+	case unix.DT_REG:
+		return 0, true
+	case unix.DT_DIR:
+		return fs.ModeDir, true
+	case unix.DT_LNK:
+		return fs.ModeSymlink, true
+	case unix.DT_CHR:
+		return fs.ModeDevice | fs.ModeCharDevice, true
+	case unix.DT_BLK:
+		return fs.ModeDevice, true
+	case unix.DT_FIFO:
+		return fs.ModeNamedPipe, true
+	case unix.DT_SOCK:
+		return fs.ModeSocket, true
+	}
+	return 0, false
+}
+
+// fileMode is the fs.FileMode of an st_mode.
+func fileMode(mode uint32) fs.FileMode {
+	m := fs.FileMode(mode & 0o777)
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFREG:
+	default:
+		m |= fs.ModeIrregular
+	}
+	if mode&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if mode&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if mode&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+// fstatat lstats the single element name relative to dirfd, retrying on EINTR.
+func fstatat(dirfd int, name string, st *unix.Stat_t) error {
+	for {
+		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
 // simple reports whether name is one path element, which openat can take with
 // O_NOFOLLOW and stay inside the directory.
 func simple(name string) bool {
@@ -84,16 +242,16 @@ func (t *fdTree) fallback(f func(dirTree) error) error {
 	return f(dirTree{r: r})
 }
 
-func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
+func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, fs.FileMode, error) {
 	if !simple(name) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
-	fd, err := t.openRegular(name)
+	fd, perm, err := t.openRegular(name)
 	if errors.Is(err, unix.ELOOP) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer unix.Close(fd)
 	n := 0
@@ -103,21 +261,21 @@ func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, error) {
 			continue
 		}
 		if err != nil {
-			return n, err
+			return n, 0, err
 		}
 		n += m
 		if m == 0 || !toEOF && n < len(buf) {
 			break
 		}
 	}
-	return n, nil
+	return n, perm, nil
 }
 
 func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 	if !simple(name) {
 		return t.openReaderAtRoot(name)
 	}
-	fd, err := t.openRegular(name)
+	fd, _, err := t.openRegular(name)
 	if errors.Is(err, unix.ELOOP) {
 		return t.openReaderAtRoot(name)
 	}
@@ -136,37 +294,32 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 // dirTree.openRegular does: the type is looked at without opening (a device node
 // is never opened, a FIFO never waited on) and again on the open descriptor. A link
 // gives ELOOP, for the caller to hand to the os.Root fallback.
-func (t *fdTree) openRegular(name string) (int, error) {
+//
+// It returns the open file's permission bits too.
+func (t *fdTree) openRegular(name string) (int, fs.FileMode, error) {
 	var st unix.Stat_t
-	for {
-		err := unix.Fstatat(t.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return -1, err
-		}
-		break
+	if err := fstatat(t.fd, name, &st); err != nil {
+		return -1, 0, err
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return -1, unix.ELOOP
+		return -1, 0, unix.ELOOP
 	}
 	if err := regularMode(st.Mode); err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, err
+		return -1, 0, err
 	}
 	if err := regularMode(st.Mode); err != nil {
 		unix.Close(fd)
-		return -1, err
+		return -1, 0, err
 	}
-	return fd, nil
+	return fd, fileMode(st.Mode).Perm(), nil
 }
 
 // regularMode is nil for the st_mode of a regular file and the error for anything
@@ -220,12 +373,12 @@ func (f preadFile) ReadAt(p []byte, off int64) (int, error) {
 
 func (f preadFile) Close() error { return unix.Close(int(f)) }
 
-func (t *fdTree) readFileRoot(name string, buf []byte, toEOF bool) (n int, err error) {
+func (t *fdTree) readFileRoot(name string, buf []byte, toEOF bool) (n int, perm fs.FileMode, err error) {
 	err = t.fallback(func(d dirTree) error {
-		n, err = d.readFile(name, buf, toEOF)
+		n, perm, err = d.readFile(name, buf, toEOF)
 		return err
 	})
-	return n, err
+	return n, perm, err
 }
 
 func (t *fdTree) readAll(name string, limit int) (b []byte, err error) {
@@ -276,6 +429,21 @@ func (t *fdTree) namesRoot(name string) (names []string, err error) {
 }
 
 func (t *fdTree) readDir(name string) (ents []DirEntry, err error) {
+	if name == "." || simple(name) {
+		fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+		if name == "." || !isLink(err) {
+			if err != nil {
+				return nil, err
+			}
+			defer unix.Close(fd)
+			l, err := list(fd)
+			if err != nil {
+				return nil, err
+			}
+			defer listings.Put(l)
+			return entries(fd, *l)
+		}
+	}
 	err = t.fallback(func(d dirTree) error {
 		ents, err = d.readDir(name)
 		return err
@@ -284,6 +452,18 @@ func (t *fdTree) readDir(name string) (ents []DirEntry, err error) {
 }
 
 func (t *fdTree) lstat(name string) (fi FileInfo, err error) {
+	if simple(name) {
+		var st unix.Stat_t
+		if err := fstatat(t.fd, name, &st); err != nil {
+			return FileInfo{}, err
+		}
+		fi := FileInfo{Mode: fileMode(st.Mode)}
+		if fi.Mode&fs.ModeDevice != 0 {
+			fi.Major, fi.Minor = splitDev(st.Rdev)
+			fi.HasDev = true
+		}
+		return fi, nil
+	}
 	err = t.fallback(func(d dirTree) error {
 		fi, err = d.lstat(name)
 		return err

@@ -127,12 +127,12 @@ func (t memTree) regular(name string) (*memNode, error) {
 	return n, nil
 }
 
-func (t memTree) readFile(name string, buf []byte, _ bool) (int, error) {
+func (t memTree) readFile(name string, buf []byte, _ bool) (int, fs.FileMode, error) {
 	n, err := t.regular(name)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return copy(buf, n.data), nil
+	return copy(buf, n.data), n.mode.Perm(), nil
 }
 
 func (t memTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/p2pkit/p2pkit/hostfs"
@@ -18,13 +17,26 @@ import (
 // Open loads the gzip'd tar file at path, written by [Write] or by hand from a
 // root's sys/, proc/ and dev/ trees, into a root held in memory. A file that holds
 // rdma-core's "rdma_topo dump" JSON instead is read with package rdmatopo.
+//
+// path must name a regular file (its links followed, as the user's path is): a
+// FIFO, socket, device node or directory is refused without blocking and without
+// being read ([hostfs.OpenNamed]), and the file is read at most [FileKind]'s limit
+// of bytes.
 func Open(path string) (hostfs.Root, error) {
 	return OpenBudget(path, hostfs.DefaultBudget)
 }
 
+// FileKind is a snapshot file named by a user within the limits of b: at most as
+// many bytes as the archive may hold decompressed (b.Bytes). gzip makes a
+// snapshot, which is text and config space, several times smaller, so no archive
+// within b is refused for its compressed size.
+func FileKind(b hostfs.Budget) hostfs.Kind {
+	return hostfs.Kind{Name: "snapshot", Limit: b.Bytes}
+}
+
 // OpenBudget is [Open] within the limits of b.
 func OpenBudget(path string, b hostfs.Budget) (hostfs.Root, error) {
-	f, err := os.Open(path)
+	f, err := hostfs.OpenNamed(nil, path, FileKind(b))
 	if err != nil {
 		return hostfs.Root{}, fmt.Errorf("snapshot: %w", err)
 	}
@@ -73,11 +85,14 @@ func ReadBudget(r io.Reader, b hostfs.Budget) (hostfs.Root, error) {
 	tr := tar.NewReader(cr)
 	for {
 		hdr, err := tr.Next()
+		if cr.err != nil {
+			// Whatever tar made of it: even the end of the archive, when the read
+			// of its last block went past the limit (io.ReadFull drops the error
+			// of a read that filled the block).
+			err = cr.err
+		}
 		if errors.Is(err, io.EOF) {
 			break
-		}
-		if cr.err != nil {
-			err = cr.err // whatever tar made of it
 		}
 		if err != nil {
 			return hostfs.Root{}, fmt.Errorf("snapshot: after %d members: %w", l.members, err)

@@ -63,20 +63,18 @@ var redactedItems = []string{"device_serial_number", "vpd", "serial_number", "ho
 // serial_number_show). The vpd attribute is captured redacted (see vpd.go).
 func identifying(name string) bool { return name == "serial_number" }
 
-// config copies a function's config file, with its Device Serial Number zeroed when
-// redacting, and counts it when the kernel showed less than its standard 256 bytes.
-func (c *capture) config(name string) {
-	c.file(name, captureLimit)
-	m := c.members[name]
-	if m == nil {
-		return
-	}
-	if len(m.data) < pcie.ConfigSize {
-		c.manifest.TruncatedConfigs++
-	}
-	if c.redact {
-		zeroDSN(m.data)
-	}
+// config copies the config file of a function's directory d (dir of the capture),
+// with its Device Serial Number zeroed when redacting, and counts it when the kernel
+// showed less than its standard 256 bytes.
+func (c *capture) config(d hostfs.Root, dir string) {
+	c.fileIn(d, dir, "config", captureLimit, false, func(b []byte) {
+		if len(b) < pcie.ConfigSize {
+			c.manifest.TruncatedConfigs++
+		}
+		if c.redact {
+			zeroDSN(b)
+		}
+	})
 }
 
 // zeroDSN zeroes the serial of every Device Serial Number capability found by
@@ -99,23 +97,21 @@ func zeroDSN(b []byte) {
 // /proc/version, which is this machine for a locally built kernel.
 var hostFiles = []string{"proc/cmdline", "proc/version"}
 
-// finish replaces the host name in what was captured when redacting, and adds the
-// NVML facts and the manifest.
-func (c *capture) finish(opt Options) {
-	host := ""
+// hostName reads the host name, which a redacted capture replaces in hostFiles as
+// it copies them.
+func (c *capture) hostName() {
 	if b, err := c.src.ReadFile("proc/sys/kernel/hostname", attrLimit); err == nil {
-		host = strings.TrimSpace(string(b))
+		c.host = strings.TrimSpace(string(b))
 	}
+}
+
+// finish adds the NVML facts and the manifest.
+func (c *capture) finish(opt Options) {
 	if c.redact {
 		c.manifest.Redacted = redactedItems
-		for _, name := range hostFiles {
-			if m := c.members[name]; m != nil && host != "" {
-				m.data = replaceWord(m.data, host, redactedHost)
-			}
-		}
 	} else {
 		c.manifest.Redacted = []string{}
-		c.manifest.Hostname = host
+		c.manifest.Hostname = c.host
 	}
 	if opt.NVML != nil {
 		c.manifest.NVML = true

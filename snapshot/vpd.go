@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -24,17 +25,19 @@ var vpdSerialKeys = []string{"SN", "V3"}
 // values were equal, and the VPD-R checksum (RV) made right again; it reads no
 // other function's VPD (slow, and it has hung some devices). Without redaction
 // every function's vpd is captured as it is.
-func (c *capture) vpd(name, dir string) {
+func (c *capture) vpd(d hostfs.Root, dir string) {
 	if c.redact {
-		b, err := c.src.ReadFile(dir+"/vendor", attrLimit)
+		var buf [attrLimit + 1]byte
+		b, err := d.ReadBounded("vendor", dir, buf[:], false)
 		if err != nil || strings.TrimSpace(string(b)) != vendorNVIDIANetworking {
 			return
 		}
 	}
-	c.file(name, pcie.MaxVPDSize)
-	if m := c.members[name]; m != nil && c.redact {
-		c.redactVPD(m.data)
-	}
+	c.fileIn(d, dir, "vpd", pcie.MaxVPDSize, true, func(b []byte) {
+		if c.redact {
+			c.redactVPD(b)
+		}
+	})
 }
 
 // redactVPD replaces the serial keywords' values in b in place.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/p2pkit/p2pkit/hostfs"
+	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/procfs"
 )
 
@@ -97,14 +98,29 @@ func Write(src hostfs.Root, w io.Writer) (Summary, error) {
 // /proc/driver/nvidia/{version,params}, /proc/driver/gdrdrv/params, /proc/config.gz
 // or else /boot/config-<release>, /sys/kernel/iommu_groups/*/type, the /sys/class/iommu
 // links, /sys/kernel/mm/memory_peers/*/version and the /dev/gdrdrv and /dev/nvidia*
-// nodes (type, mode and device number only), each when present, and the manifest,
-// p2pkit/manifest.json.
+// nodes (type, mode and device number only), each when present, and last the
+// manifest, p2pkit/manifest.json.
+//
+// The archive streams: each member is written as it is read, in the order of the
+// walk (directories listed in sorted order, every directory before what it holds),
+// so memory does not grow with the machine beyond a few bytes per name written.
+// Output is deterministic: the same tree gives the same bytes, with no time stamps.
 //
 // A file that cannot be read is left out and listed in the summary; the capture goes
-// on. The error is non-nil only when writing to w fails. Output is deterministic:
-// members are sorted by name and carry no time stamps.
+// on. So is a member that [Read] would refuse alone (a name, link target or file
+// past its [hostfs.DefaultBudget] limit, a name under a non-directory). The error is
+// non-nil when writing to w fails, and when the capture grows past what [Open] reads
+// back (DefaultBudget's Members, Data or Bytes): it wraps [hostfs.ErrBudget] and names
+// the limit, and what was written is not a snapshot.
 func WriteOptions(src hostfs.Root, w io.Writer, opt Options) (Summary, error) {
-	c := &capture{src: src, members: map[string]*member{}, seen: map[string]bool{}, redact: !opt.NoRedact}
+	return writeBudget(src, w, opt, hostfs.DefaultBudget)
+}
+
+// writeBudget is WriteOptions for a reader within b: the one budget both sides of
+// a snapshot apply.
+func writeBudget(src hostfs.Root, w io.Writer, opt Options, b hostfs.Budget) (Summary, error) {
+	c := newCapture(src, w, !opt.NoRedact, b)
+	c.hostName()
 	c.pciFunctions()
 	c.procFiles()
 	c.platformFiles()
@@ -112,7 +128,7 @@ func WriteOptions(src hostfs.Root, w io.Writer, opt Options) (Summary, error) {
 	c.devNodes()
 	c.ncclFacts(opt)
 	c.finish(opt)
-	return c.write(w)
+	return c.close()
 }
 
 // member is one tar member to be written.
@@ -126,47 +142,270 @@ type member struct {
 
 type capture struct {
 	src      hostfs.Root
-	members  map[string]*member
-	seen     map[string]bool // device directories already captured
-	skipped  []error
 	redact   bool
+	host     string // the host name, replaced in hostFiles when redacting
+	skipped  []error
 	manifest Manifest
 	vpdNames map[string]string // pseudonyms of VPD serials, by keyword and value
+
+	// What the archive holds so far, checked against the budget its reader applies.
+	budget  hostfs.Budget
+	zw      *gzip.Writer
+	tw      *tar.Writer
+	stream  *countingWriter // the tar stream, as the reader decompresses it
+	names   map[uint64]byte // every name written (its FNV-1a hash): its tar type
+	seen    map[uint64]bool // device directories already captured
+	nodes   int             // tree nodes the reader makes: the root and every name
+	data    int64           // bytes of regular files
+	members int
+	err     error // the first failure to write or refusal: nothing more is written
+
+	buf []byte // scratch space for one sysfs file
+}
+
+func newCapture(src hostfs.Root, w io.Writer, redact bool, b hostfs.Budget) *capture {
+	// BestSpeed: the archive is a few tens of per cent larger than at the default
+	// level and deflate costs a third as much; most of a capture is config space
+	// and short attributes, which compress well either way.
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level: no error
+	cw := &countingWriter{w: zw}
+	return &capture{
+		src: src, redact: redact, budget: b,
+		zw: zw, tw: tar.NewWriter(cw), stream: cw,
+		names: map[uint64]byte{}, seen: map[uint64]bool{}, nodes: 1,
+		buf: make([]byte, max(captureLimit, pcie.MaxVPDSize)+1),
+	}
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// nameHash is the 64-bit FNV-1a hash of name: the capture remembers the names it
+// wrote by it, 8 bytes each however long the name. Two names of one machine that
+// share a hash (odds of about 10⁻⁹ at the reader's limit of names) make the later
+// one look written already: it is left out, or its parents are taken as there.
+func nameHash(name string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 func (c *capture) skip(err error) { c.skipped = append(c.skipped, err) }
 
-// add records m at name and a directory member for each missing parent.
-func (c *capture) add(name string, m *member) {
-	for d := path.Dir(name); d != "." && c.members[d] == nil; d = path.Dir(d) {
-		c.members[d] = &member{typ: tar.TypeDir, perm: 0o755}
+// add writes m at name, after a directory member for each parent not written yet.
+// It reports whether m was written. A name written before is not written again (a
+// directory or link met twice on the walk); a member that the reader would refuse
+// alone is left out and listed.
+func (c *capture) add(name string, m *member) bool {
+	if c.err != nil {
+		return false
 	}
-	c.members[name] = m
+	if err := c.fits(name, m); err != nil {
+		c.skip(hostfs.PathError("capture", name, err))
+		return false
+	}
+	h := nameHash(name)
+	if _, ok := c.names[h]; ok {
+		return false
+	}
+	if !c.parents(name) {
+		return false
+	}
+	return c.write(name, h, m)
+}
+
+// fits checks the limits the reader applies to one member (snapshot.Read's loader).
+func (c *capture) fits(name string, m *member) error {
+	b := c.budget
+	switch {
+	case len(name)+1 > b.NameLen: // a directory's name gets a trailing slash
+		return overBudget("NameLen", int64(b.NameLen), "bytes in a member name")
+	case len(m.target) > b.LinkTargetLen:
+		return overBudget("LinkTargetLen", int64(b.LinkTargetLen), "bytes in a link target")
+	case strings.Count(name, "/")+1 > b.PathDepth:
+		return overBudget("PathDepth", int64(b.PathDepth), "elements in a member name")
+	case int64(len(m.data)) > b.MemberSize:
+		return overBudget("MemberSize", b.MemberSize, fmt.Sprintf("bytes in one file (this one has %d)", len(m.data)))
+	}
+	return nil
+}
+
+// parents writes the directories above name that are not written yet, from the top.
+// It reports false, and lists name as left out, when one of them was written as
+// something other than a directory: the reader would refuse the member.
+func (c *capture) parents(name string) bool {
+	var missing []string
+	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+		typ, ok := c.names[nameHash(d)]
+		if ok {
+			if typ != tar.TypeDir {
+				c.skip(hostfs.PathError("capture", name, fmt.Errorf("%w: /%s was captured as a file or link", errNotUnderDir, d)))
+				return false
+			}
+			break
+		}
+		missing = append(missing, d)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if !c.write(missing[i], nameHash(missing[i]), &member{typ: tar.TypeDir, perm: 0o755}) {
+			return false
+		}
+	}
+	return true
+}
+
+// errNotUnderDir is the reason for leaving out a member whose parent is not a
+// directory in the capture.
+var errNotUnderDir = errors.New("its parent is not a directory")
+
+// write writes one member, refusing to grow the archive past what the reader takes.
+func (c *capture) write(name string, h uint64, m *member) bool {
+	b := c.budget
+	if c.nodes+1 > b.Members {
+		c.refuse(overBudget("Members", int64(b.Members), "files, links and directories"))
+		return false
+	}
+	if m.typ == tar.TypeReg && c.data+int64(len(m.data)) > b.Data {
+		c.refuse(overBudget("Data", b.Data, "bytes of file data"))
+		return false
+	}
+	hdr := &tar.Header{
+		Typeflag: m.typ,
+		Name:     name,
+		Mode:     int64(m.perm),
+		ModTime:  time.Unix(0, 0),
+		Linkname: m.target,
+		Devmajor: int64(m.major),
+		Devminor: int64(m.minor),
+		Size:     int64(len(m.data)),
+	}
+	if m.typ == tar.TypeDir {
+		hdr.Name += "/"
+	}
+	if err := c.tw.WriteHeader(hdr); err != nil {
+		c.err = fmt.Errorf("snapshot: %s: %w", name, err)
+		return false
+	}
+	if _, err := c.tw.Write(m.data); err != nil {
+		c.err = fmt.Errorf("snapshot: %s: %w", name, err)
+		return false
+	}
+	if c.stream.n > b.Bytes {
+		c.refuse(overBudget("Bytes", b.Bytes, "decompressed bytes, headers included"))
+		return false
+	}
+	c.names[h] = m.typ
+	c.nodes++
+	c.members++
+	if m.typ == tar.TypeReg {
+		c.data += int64(len(m.data))
+	}
+	return true
+}
+
+// refuse stops the capture: it has grown past a limit of what p2pcheck reads back.
+func (c *capture) refuse(err error) {
+	c.err = fmt.Errorf("snapshot: this machine's capture is larger than a snapshot p2pcheck reads back (--snapshot): %w", err)
+}
+
+// close ends the archive and returns the summary.
+func (c *capture) close() (Summary, error) {
+	sum := Summary{Members: c.members, Skipped: c.skipped, Manifest: c.manifest}
+	if c.err != nil {
+		return sum, c.err
+	}
+	if err := c.tw.Close(); err != nil {
+		return sum, fmt.Errorf("snapshot: %w", err)
+	}
+	if c.stream.n > c.budget.Bytes {
+		c.refuse(overBudget("Bytes", c.budget.Bytes, "decompressed bytes, headers included"))
+		return sum, c.err
+	}
+	if err := c.zw.Close(); err != nil {
+		return sum, fmt.Errorf("snapshot: %w", err)
+	}
+	return sum, nil
 }
 
 // file copies the regular file name, at most limit bytes. An absent file is left out
 // silently, as is one nobody may read (write-only attributes).
-func (c *capture) file(name string, limit int) {
+func (c *capture) file(name string, limit int) { c.fileEdit(name, limit, nil) }
+
+// fileEdit is file with the data passed through edit (nil: none) first. It reports
+// whether the file was written.
+func (c *capture) fileEdit(name string, limit int, edit func([]byte) []byte) bool {
 	fi, err := c.src.Lstat(name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			c.skip(hostfs.PathError("lstat", name, err))
 		}
-		return
+		return false
 	}
 	if !fi.Mode.IsRegular() {
 		c.notRegular(name, fi.Mode)
-		return
+		return false
 	}
 	if fi.Mode.Perm()&0o444 == 0 {
-		return
+		return false
 	}
 	b, err := c.src.ReadFile(name, limit)
 	if err != nil {
 		c.skip(err)
+		return false
+	}
+	if edit != nil {
+		b = edit(b)
+	}
+	return c.add(name, &member{typ: tar.TypeReg, perm: fi.Mode.Perm(), data: b})
+}
+
+// fileIn copies the regular file name of the directory d, which is dir of the
+// capture, at most limit bytes, passed through edit (nil: none), with the rules of
+// file: the listing said it is a regular file; the read looks at its type again
+// before and after it opens it and gives its permission bits. A file nobody may
+// read is left out silently, as file leaves it out, whether the open was refused
+// (sysfs: kernfs_fop_open) or the copy was read. A sysfs attribute is served whole
+// by its first read (fs/kernfs/file.c), so one read of one byte more than limit
+// takes it, unless toEOF asks to read on. The data lives in the capture's scratch
+// buffer.
+func (c *capture) fileIn(d hostfs.Root, dir, name string, limit int, toEOF bool, edit func([]byte)) {
+	full := join(dir, name)
+	buf := c.buf[:limit+1]
+	n, perm, err := d.ReadPerm(name, buf, toEOF)
+	if err == nil && n == len(buf) {
+		err = fmt.Errorf("%w (%d bytes)", hostfs.ErrTooLarge, limit)
+	}
+	switch {
+	case err == nil && perm&0o444 == 0:
+		return
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case errors.Is(err, fs.ErrPermission):
+		if fi, lerr := d.Lstat(name); lerr == nil && fi.Mode.Perm()&0o444 == 0 {
+			return
+		}
+		fallthrough
+	case err != nil:
+		c.skip(hostfs.PathError("read", full, err))
 		return
 	}
-	c.add(name, &member{typ: tar.TypeReg, perm: fi.Mode.Perm(), data: b})
+	b := buf[:n]
+	if edit != nil {
+		edit(b)
+	}
+	c.add(full, &member{typ: tar.TypeReg, perm: perm, data: b})
 }
 
 // notRegular records name, of mode m, as left out: sysfs and /proc hold only
@@ -199,11 +438,7 @@ func (c *capture) listDir(name string) ([]hostfs.DirEntry, bool) {
 }
 
 // dir records the directory name itself.
-func (c *capture) dir(name string) {
-	if c.members[name] == nil {
-		c.add(name, &member{typ: tar.TypeDir, perm: 0o755})
-	}
-}
+func (c *capture) dir(name string) { c.add(name, &member{typ: tar.TypeDir, perm: 0o755}) }
 
 func (c *capture) pciFunctions() {
 	ents, ok := c.listDir(busPCIDevices)
@@ -229,16 +464,26 @@ func (c *capture) pciFunctions() {
 	}
 }
 
-// deviceDir captures one function's or bridge's directory.
+// deviceDir captures one function's or bridge's directory. It is opened once and
+// its entries are read by name below it, not by their whole path.
 func (c *capture) deviceDir(dir string) {
-	if c.seen[dir] {
+	h := nameHash(dir)
+	if c.seen[h] {
 		return
 	}
-	c.seen[dir] = true
-	ents, ok := c.listDir(dir)
-	if !ok {
+	c.seen[h] = true
+	d, err := c.src.Sub(dir)
+	if err != nil {
+		c.skip(hostfs.PathError("open", dir, err))
 		return
 	}
+	defer d.Close()
+	ents, err := d.ReadDir(".")
+	if err != nil {
+		c.skip(hostfs.PathError("readdir", dir, err))
+		return
+	}
+	c.dir(dir)
 	for _, e := range ents {
 		name := join(dir, e.Name)
 		switch {
@@ -246,16 +491,16 @@ func (c *capture) deviceDir(dir string) {
 			switch {
 			case neverRead(e.Name):
 			case e.Name == "vpd":
-				c.vpd(name, dir)
+				c.vpd(d, dir)
 			case c.redact && identifying(e.Name):
 			case e.Name == "config":
-				c.config(name)
+				c.config(d, dir)
 			default:
-				c.file(name, captureLimit)
+				c.fileIn(d, dir, e.Name, captureLimit, false, nil)
 			}
 		case e.Type&fs.ModeSymlink != 0:
 			if keptLink(e.Name) {
-				c.link(name)
+				c.linkIn(d, dir, e.Name)
 			}
 			if e.Name == "driver" {
 				c.driverDir(name)
@@ -271,6 +516,16 @@ func (c *capture) deviceDir(dir string) {
 			c.notRegular(name, e.Type)
 		}
 	}
+}
+
+// linkIn copies the link name of the directory d, which is dir of the capture.
+func (c *capture) linkIn(d hostfs.Root, dir, name string) {
+	target, err := d.ReadLink(name)
+	if err != nil {
+		c.skip(hostfs.PathError("readlink", join(dir, name), err))
+		return
+	}
+	c.add(join(dir, name), &member{typ: tar.TypeSymlink, perm: 0o777, target: target})
 }
 
 // driverDir records the directory a function's driver link points to
@@ -348,11 +603,15 @@ func (c *capture) procFiles() {
 	for _, f := range []string{
 		"proc/cpuinfo", "proc/cmdline", "proc/version", "proc/modules", "proc/devices",
 		"proc/driver/nvidia/version", "proc/driver/nvidia/params",
-		"proc/driver/gdrdrv/params", "proc/config.gz",
+		"proc/driver/gdrdrv/params",
 	} {
-		c.file(f, procLimit)
+		if c.redact && slices.Contains(hostFiles, f) && c.host != "" {
+			c.fileEdit(f, procLimit, func(b []byte) []byte { return replaceWord(b, c.host, redactedHost) })
+		} else {
+			c.file(f, procLimit)
+		}
 	}
-	if c.members["proc/config.gz"] != nil {
+	if c.fileEdit("proc/config.gz", procLimit, nil) {
 		return
 	}
 	v, err := procfs.New(c.src).KernelVersion()
@@ -418,47 +677,4 @@ func (c *capture) devNodes() {
 			c.add(name, &member{typ: typ, perm: fi.Mode.Perm(), major: fi.Major, minor: fi.Minor})
 		}
 	}
-}
-
-// write emits the members sorted by name, so parents precede their children.
-func (c *capture) write(w io.Writer) (Summary, error) {
-	sum := Summary{Skipped: c.skipped, Manifest: c.manifest}
-	names := make([]string, 0, len(c.members))
-	for n := range c.members {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	zw := gzip.NewWriter(w)
-	tw := tar.NewWriter(zw)
-	epoch := time.Unix(0, 0)
-	for _, n := range names {
-		m := c.members[n]
-		hdr := &tar.Header{
-			Typeflag: m.typ,
-			Name:     n,
-			Mode:     int64(m.perm),
-			ModTime:  epoch,
-			Linkname: m.target,
-			Devmajor: int64(m.major),
-			Devminor: int64(m.minor),
-			Size:     int64(len(m.data)),
-		}
-		if m.typ == tar.TypeDir {
-			hdr.Name += "/"
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return sum, fmt.Errorf("snapshot: %s: %w", n, err)
-		}
-		if _, err := tw.Write(m.data); err != nil {
-			return sum, fmt.Errorf("snapshot: %s: %w", n, err)
-		}
-		sum.Members++
-	}
-	if err := tw.Close(); err != nil {
-		return sum, fmt.Errorf("snapshot: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return sum, fmt.Errorf("snapshot: %w", err)
-	}
-	return sum, nil
 }

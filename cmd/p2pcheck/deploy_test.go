@@ -33,6 +33,13 @@ func TestDaemonSetCommand(t *testing.T) {
 		t.Fatalf("command %q, want /usr/bin/p2pcheck and flags", args)
 	}
 	root, dir := machineRoot(t, "dgx-h100"), t.TempDir() // ACS redirect between peers fails
+	// The host's /etc is mounted under the root: nccl_env judges its nccl.conf.
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc", "nccl.conf"), []byte("NCCL_P2P_DISABLE=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var run []string
 	for _, a := range args[1:] {
 		name, value, _ := strings.Cut(a, "=")
@@ -55,5 +62,12 @@ func TestDaemonSetCommand(t *testing.T) {
 	}
 	if names := dirNames(t, dir); len(names) != 2 {
 		t.Errorf("wrote %q, want the NFD file and the textfile", names)
+	}
+	prom, err := os.ReadFile(filepath.Join(dir, "p2pcheck.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `p2pcheck_check_status{check="nccl_env",subject=""} 2`; !strings.Contains(string(prom), want+"\n") {
+		t.Errorf("the textfile lacks %s: nccl_env did not judge the host's /etc/nccl.conf", want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -63,6 +64,14 @@ type reportOptions struct {
 	// virtHost and bareMetal say what the host is for (acs_path, virt_host).
 	virtHost, bareMetal bool
 	golden              string // --golden: the snapshot --prometheus compares the fabric with (diff.go)
+	// quiet (--quiet) prints the verdict only, and with --interval only when it
+	// changed (lastVerdict is the previous run's); progress (--progress) reports
+	// the probe's progress on stderr even when stderr is not a terminal.
+	quiet       bool
+	progress    bool
+	lastVerdict string
+	// printed says whether this run's report reached standard output.
+	printed bool
 }
 
 func (ro *reportOptions) addFlags(cmd *cobra.Command) {
@@ -83,6 +92,8 @@ func (ro *reportOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&ro.virtHost, "virt-host", false, "judge a host that passes devices to VMs: virt_host instead of acs_path's bare-metal rule (default: found from the ConnectX NICs' ATS)")
 	f.BoolVar(&ro.bareMetal, "bare-metal", false, "judge bare metal even where the NICs' ATS says virtualization host")
 	f.StringVar(&ro.golden, "golden", "", "with --prometheus, also count the fabric's differences from this golden snapshot `FILE` (see p2pcheck diff)")
+	f.BoolVarP(&ro.quiet, "quiet", "q", false, "print only the verdict (the overall and fix-first lines; JSON whole), and with --interval only when a status changed; no warnings")
+	f.BoolVar(&ro.progress, "progress", false, "report --probe's progress on stderr even when stderr is not a terminal")
 }
 
 // capabilityNames lists the capabilities --require takes.
@@ -197,7 +208,7 @@ func (ro *reportOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	if err := ro.resolve(cmd.Flags().Changed); err != nil {
-		return err
+		return ro.jsonUnevaluated(err, now())
 	}
 	if ro.interval > 0 {
 		return ro.every(cmd.Context(), ro.checks)
@@ -205,11 +216,53 @@ func (ro *reportOptions) run(cmd *cobra.Command) error {
 	return ro.report(ro.checks)
 }
 
+// jsonUnevaluated returns err, and first, when err means p2pcheck could not
+// evaluate the node (exit 3 with a message) and --format json printed no
+// report, prints the report of a run that could not evaluate: overall
+// "error", exit_code 3 and the error (schema/report.v1.json), so that a
+// program reading standard output gets JSON on every exit code but usage
+// errors.
+func (ro *reportOptions) jsonUnevaluated(err error, start time.Time) error {
+	var ee *cli.ExitError
+	if ro.global.format != "json" || ro.printed || !errors.As(err, &ee) || ee.Code != exitNoEval || ee.Err == nil {
+		return err
+	}
+	req := ro.requireCaps
+	if len(req) == 0 {
+		req = slices.Clone(check.DefaultRequirements)
+	}
+	if werr := writeUnevaluatedJSON(ro.global.stdout, unevaluatedReport{
+		SchemaVersion: check.SchemaVersion,
+		ToolVersion:   version(),
+		Hostname:      hostName(),
+		Timestamp:     start.UTC().Truncate(time.Second),
+		Overall:       check.Error,
+		ExitCode:      exitNoEval,
+		Requirements:  req,
+		Error:         ee.Err.Error(),
+	}); werr != nil {
+		return noEvalError(fmt.Errorf("%w; writing the JSON report: %w", ee.Err, werr))
+	}
+	return err
+}
+
 // report loads the machine, runs the checks named by ids (all when empty) and
 // writes every output asked for. Its error carries the exit code.
 func (ro *reportOptions) report(ids []string) error {
-	o := ro.global
 	start := now()
+	ro.printed = false
+	err := ro.reportAt(start, ids)
+	if !ro.printed {
+		// No verdict: with --quiet, the next one is news whatever it is.
+		ro.lastVerdict = ""
+	}
+	return ro.jsonUnevaluated(err, start)
+}
+
+// reportAt is report's run, started at start; it sets ro.printed once the
+// report (or, with --quiet, the absence of news) is written.
+func (ro *reportOptions) reportAt(start time.Time, ids []string) error {
+	o := ro.global
 	// NVML's initialisation takes tens of milliseconds in the driver: run it while
 	// sysfs is read.
 	gpus := ro.startNVML()
@@ -238,13 +291,7 @@ func (ro *reportOptions) report(ids []string) error {
 		FailOnWarn:  ro.failOn == "warn",
 		Require:     ro.requireCaps,
 	})
-	if o.format == "json" {
-		err = render.ReportJSON(o.stdout, rep)
-	} else {
-		o.printWarnings(n)
-		err = render.ReportText(o.stdout, rep, render.Style{Color: o.color()})
-	}
-	if err != nil {
+	if err := ro.print(rep, n); err != nil {
 		return err
 	}
 	if err := ro.writeFleetFiles(rep, now().Sub(start), n); err != nil {
@@ -254,6 +301,66 @@ func (ro *reportOptions) report(ids []string) error {
 		return cli.Exit(rep.ExitCode, nil)
 	}
 	return nil
+}
+
+// print writes the report to standard output: whole, or with --quiet the
+// verdict alone, and with --quiet and --interval nothing when no status
+// changed since the previous run.
+func (ro *reportOptions) print(rep check.Report, n *node.Node) error {
+	o := ro.global
+	if ro.quiet {
+		v := verdictKey(rep)
+		changed := v != ro.lastVerdict
+		ro.lastVerdict = v
+		if !changed {
+			ro.printed = true
+			return nil
+		}
+	} else if o.format == "text" {
+		o.printWarnings(n)
+	}
+	ro.printed = true
+	if o.format == "json" {
+		return render.ReportJSON(o.stdout, rep)
+	}
+	style := render.Style{Color: o.color()}
+	if !ro.quiet {
+		return render.ReportText(o.stdout, rep, style)
+	}
+	var buf bytes.Buffer
+	if err := render.ReportText(&buf, rep, style); err != nil {
+		return err
+	}
+	_, err := o.stdout.Write(verdictLines(buf.Bytes()))
+	return err
+}
+
+// verdictKey is what --quiet compares between runs: the overall status, the
+// exit code and every check's and finding's status.
+func verdictKey(rep check.Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d\n", rep.Overall, rep.ExitCode)
+	for _, r := range rep.Checks {
+		fmt.Fprintf(&b, "%s %s\n", r.ID, r.Status)
+		for _, f := range r.Findings {
+			fmt.Fprintf(&b, "%s %s %s\n", r.ID, f.Subject, f.Status)
+		}
+	}
+	return b.String()
+}
+
+var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// verdictLines is the verdict at the end of a text report: from its last
+// line that starts with "overall:" (colour aside) to the end.
+func verdictLines(text []byte) []byte {
+	lines := bytes.SplitAfter(text, []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		if bytes.HasPrefix(ansiEscape.ReplaceAll(lines[i], nil), []byte("overall:")) {
+			return bytes.Join(lines[i:], nil)
+		}
+	}
+	return text
 }
 
 func hostName() string {
@@ -351,6 +458,9 @@ func (ro *reportOptions) startNVML() func() (*gpu.Facts, error) {
 // runProbe runs the data-integrity probe on the live machine.
 func (ro *reportOptions) runProbe(n *node.Node, src check.Source) *check.ProbeReport {
 	if src != check.Live {
+		if ro.progress || isTerminal(ro.global.stderr) {
+			fmt.Fprintln(ro.global.stderr, "p2pcheck: probe: not run (a snapshot or --root)")
+		}
 		return &check.ProbeReport{Skipped: "the probe runs on the live machine only, not on a snapshot or --root"}
 	}
 	var gpus []*pcie.Device
@@ -359,7 +469,18 @@ func (ro *reportOptions) runProbe(n *node.Node, src check.Source) *check.ProbeRe
 			gpus = append(gpus, d)
 		}
 	}
-	return probe.Run(gpus, probe.DefaultSize, probe.DefaultTimeout)
+	pairs := len(gpus) * (len(gpus) - 1)
+	progress := ro.progress || isTerminal(ro.global.stderr)
+	if progress {
+		fmt.Fprintf(ro.global.stderr, "p2pcheck: probe: copying %d MiB between %d GPU pairs (at most %v)...\n",
+			probe.DefaultSize>>20, pairs, probe.DefaultTimeout)
+	}
+	start := now()
+	rep := probe.Run(gpus, probe.DefaultSize, probe.DefaultTimeout)
+	if progress {
+		fmt.Fprintf(ro.global.stderr, "p2pcheck: probe: done in %v\n", now().Sub(start).Round(time.Millisecond))
+	}
+	return rep
 }
 
 // writeFleetFiles writes the Prometheus textfile and the NFD features file when

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -88,6 +90,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newFixCommand(o),
 		newDiffCommand(o),
 	)
+	cmd.AddCommand(newManCommand(cmd))
+	usageCompletion(cmd)
+	registerCompletions(cmd, o)
 	runErrors(cmd)
 	return cmd
 }
@@ -112,11 +117,27 @@ func runErrors(cmd *cobra.Command) {
 	}
 }
 
+// noArgs refuses arguments. The message names the command without the
+// program's name, which cli.Execute puts in front.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageError("%s: unexpected argument %q", cmd.CommandPath(), args[0])
+		if !cmd.HasParent() {
+			return usageError("unexpected argument %q (commands: %s)", args[0], commandNames(cmd))
+		}
+		return usageError("%s: unexpected argument %q", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), args[0])
 	}
 	return nil
+}
+
+// commandNames lists cmd's commands a user runs, for messages.
+func commandNames(cmd *cobra.Command) string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func (o *globalOptions) validate() error {
@@ -128,6 +149,13 @@ func (o *globalOptions) validate() error {
 	if o.snapshot != "" && o.root != "/" {
 		return usageError("--root and --snapshot exclude each other")
 	}
+	if o.pciIDs != "" {
+		// A file named on the command line must be there; one that cannot be
+		// read as pci.ids (a FIFO, /dev/zero) only leaves the names out.
+		if _, err := os.Lstat(o.pciIDs); errors.Is(err, fs.ErrNotExist) {
+			return usageError("--pci-ids: %s does not exist", o.pciIDs)
+		}
+	}
 	if fi, err := os.Stat(o.root); err == nil && fi.Mode().IsRegular() {
 		// --root names a capture file (an rdma_topo dump): read it as --snapshot.
 		o.snapshot, o.root = o.root, "/"
@@ -135,13 +163,28 @@ func (o *globalOptions) validate() error {
 	return nil
 }
 
-// color reports whether text output may use ANSI colors: only on a terminal, and
-// never with --no-color or NO_COLOR set (https://no-color.org).
+// color reports whether text output may use ANSI colors (useColor).
 func (o *globalOptions) color() bool {
-	if o.noColor || os.Getenv("NO_COLOR") != "" {
+	return useColor(o.noColor, os.Getenv, isTerminal(o.stdout))
+}
+
+// useColor reports whether text output may use ANSI colors: only on a
+// terminal, never with --no-color, NO_COLOR set (https://no-color.org) or
+// TERM=dumb (a terminal that cannot show escape sequences, as Emacs' shell
+// and ncurses' terminfo define it) or unset.
+func useColor(noColor bool, getenv func(string) string, terminal bool) bool {
+	if noColor || getenv("NO_COLOR") != "" {
 		return false
 	}
-	f, ok := o.stdout.(*os.File)
+	if term := getenv("TERM"); term == "" || term == "dumb" {
+		return false
+	}
+	return terminal
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}

@@ -1,15 +1,24 @@
 // Package image builds p2pcheck's container image without a container daemon:
 // an OCI image index over linux/amd64 and linux/arm64, each image one layer
 // on an empty base (like scratch) holding the static p2pcheck and a pci.ids,
-// written as an OCI image layout in a tar archive (what "skopeo copy
+// written as an OCI image layout in a tar archive (what "skopeo copy --all
 // oci-archive:FILE:TAG docker://..." and "podman load" read). Unpack reads one
 // platform's file system back out, for checking the image by running its
 // binary.
+//
+// The index is serialised with the OCI image-spec's own Go types
+// (github.com/opencontainers/image-spec specs-go/v1), which is how
+// containers/image (skopeo, podman) writes an index it copies: skopeo 1.9
+// decodes the index and encodes it again before pushing it, so an index in
+// any other form (go-containerregistry's puts "size" before "digest" and adds
+// an "artifactType" to each manifest descriptor) is pushed with another digest
+// than the one built. In this form it is pushed byte for byte.
 package image
 
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +35,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	digest "github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	specsv1 "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // Paths of the image's files.
@@ -46,26 +58,39 @@ type Options struct {
 	Version string
 	// Repository is where the image is pushed ("ghcr.io/p2pkit/p2pcheck").
 	Repository string
-	// Created is the creation time recorded in the images; the zero time keeps
-	// builds reproducible.
+	// Revision is the commit the binaries were built from (label
+	// org.opencontainers.image.revision); empty leaves the label out.
+	Revision string
+	// Created is the creation time recorded in the images (their configs, the
+	// label org.opencontainers.image.created and the files' modification
+	// times): the commit's time (SOURCE_DATE_EPOCH, https://reproducible-builds.org/specs/source-date-epoch/),
+	// so that a build is reproducible. The zero time records the Unix epoch.
 	Created time.Time
 }
+
+// Source is the image's org.opencontainers.image.source label.
+const Source = "https://github.com/p2pkit/p2pkit"
 
 // Build returns the image index over one image per binary.
 func Build(o Options) (v1.ImageIndex, error) {
 	if len(o.Binaries) == 0 || o.PCIIDs == "" || o.Version == "" || o.Repository == "" {
 		return nil, errors.New("image: binaries, pci.ids, version and repository are all required")
 	}
+	if o.Created.IsZero() {
+		o.Created = time.Unix(0, 0)
+	}
+	o.Created = o.Created.UTC()
 	ids, err := os.ReadFile(o.PCIIDs)
 	if err != nil {
 		return nil, fmt.Errorf("image: %w", err)
 	}
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	archs := make([]string, 0, len(o.Binaries))
 	for a := range o.Binaries {
 		archs = append(archs, a)
 	}
 	slices.Sort(archs)
+	idx := &index{images: map[v1.Hash]v1.Image{}}
+	spec := specsv1.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: specsv1.MediaTypeImageIndex}
 	for _, arch := range archs {
 		bin, err := os.ReadFile(o.Binaries[arch])
 		if err != nil {
@@ -75,12 +100,59 @@ func Build(o Options) (v1.ImageIndex, error) {
 		if err != nil {
 			return nil, fmt.Errorf("image: %s: %w", arch, err)
 		}
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
-			Add:        img,
-			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
+		d, err := img.Digest()
+		if err != nil {
+			return nil, fmt.Errorf("image: %s: %w", arch, err)
+		}
+		size, err := img.Size()
+		if err != nil {
+			return nil, fmt.Errorf("image: %s: %w", arch, err)
+		}
+		idx.images[d] = img
+		spec.Manifests = append(spec.Manifests, specsv1.Descriptor{
+			MediaType: specsv1.MediaTypeImageManifest,
+			Digest:    digest.Digest(d.String()),
+			Size:      size,
+			Platform:  &specsv1.Platform{OS: "linux", Architecture: arch},
 		})
 	}
+	if idx.raw, err = json.Marshal(spec); err != nil {
+		return nil, fmt.Errorf("image: %w", err)
+	}
+	if idx.manifest, err = v1.ParseIndexManifest(bytes.NewReader(idx.raw)); err != nil {
+		return nil, fmt.Errorf("image: %w", err)
+	}
 	return idx, nil
+}
+
+// index is an image index whose manifest is the bytes raw (see the package
+// comment for why they are not go-containerregistry's).
+type index struct {
+	raw      []byte
+	manifest *v1.IndexManifest
+	images   map[v1.Hash]v1.Image
+}
+
+func (x *index) MediaType() (types.MediaType, error) { return types.OCIImageIndex, nil }
+func (x *index) Size() (int64, error)                { return int64(len(x.raw)), nil }
+func (x *index) RawManifest() ([]byte, error)        { return x.raw, nil }
+
+func (x *index) Digest() (v1.Hash, error) {
+	h, _, err := v1.SHA256(bytes.NewReader(x.raw))
+	return h, err
+}
+
+func (x *index) IndexManifest() (*v1.IndexManifest, error) { return x.manifest.DeepCopy(), nil }
+
+func (x *index) Image(h v1.Hash) (v1.Image, error) {
+	if img, ok := x.images[h]; ok {
+		return img, nil
+	}
+	return nil, fmt.Errorf("image: no image %s in the index", h)
+}
+
+func (x *index) ImageIndex(h v1.Hash) (v1.ImageIndex, error) {
+	return nil, fmt.Errorf("image: no index %s in the index", h)
 }
 
 // platformImage is the image for one architecture.
@@ -111,13 +183,26 @@ func platformImage(o Options, arch string, bin, ids []byte) (v1.Image, error) {
 	cf.OS, cf.Architecture = "linux", arch
 	cf.Created = v1.Time{Time: o.Created}
 	cf.Config.Entrypoint = []string{"/" + BinaryPath}
-	cf.Config.Labels = map[string]string{
+	cf.History = []v1.History{{Created: cf.Created, CreatedBy: "p2pcheck-image build"}}
+	cf.Config.Labels = labels(o)
+	return mutate.ConfigFile(img, cf)
+}
+
+// labels are the image's OCI annotations as config labels
+// (https://github.com/opencontainers/image-spec/blob/main/annotations.md):
+// version, revision, source and creation time (RFC 3339) among them.
+func labels(o Options) map[string]string {
+	l := map[string]string{
 		"org.opencontainers.image.title":    "p2pcheck",
 		"org.opencontainers.image.version":  o.Version,
-		"org.opencontainers.image.source":   "https://github.com/p2pkit/p2pkit",
+		"org.opencontainers.image.source":   Source,
 		"org.opencontainers.image.licenses": "Apache-2.0",
+		"org.opencontainers.image.created":  o.Created.UTC().Format(time.RFC3339),
 	}
-	return mutate.ConfigFile(img, cf)
+	if o.Revision != "" {
+		l["org.opencontainers.image.revision"] = o.Revision
+	}
+	return l
 }
 
 type file struct {

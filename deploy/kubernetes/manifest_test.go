@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -145,7 +146,7 @@ func TestPodSecurity(t *testing.T) {
 	}
 	// Every host path is one p2pcheck reads (read-only) or writes to.
 	writable := map[string]bool{"/etc/kubernetes/node-feature-discovery/features.d": true, "/var/lib/node_exporter/textfile": true}
-	readOnly := map[string]bool{"/sys": true, "/proc": true, "/boot": true, "/dev": true}
+	readOnly := map[string]bool{"/sys": true, "/proc": true, "/boot": true, "/etc": true, "/dev": true}
 	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range c.VolumeMounts {
 		mounts[m.Name] = m
@@ -186,5 +187,52 @@ func TestCommand(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^ghcr\.io/p2pkit/p2pcheck:v\d+\.\d+\.\d+$`).MatchString(c.Image) {
 		t.Errorf("image %q, want ghcr.io/p2pkit/p2pcheck:vX.Y.Z", c.Image)
+	}
+}
+
+// TestHostMounts: the host's /etc is mounted read-only as a directory under
+// /host, so nccl_env (and memlock_limit) judge the host's files with
+// --root=/host; /boot may be missing on the node (hostPath type "": no check,
+// nothing created by the kubelet), and no read-only mount is of a type that
+// creates its path on the host.
+func TestHostMounts(t *testing.T) {
+	_, ds := manifest(t)
+	spec := ds.Spec.Template.Spec
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range spec.Containers[0].VolumeMounts {
+		mounts[m.Name] = m
+	}
+	types := map[string]corev1.HostPathType{}
+	for _, v := range spec.Volumes {
+		if v.HostPath == nil {
+			continue
+		}
+		var typ corev1.HostPathType
+		if v.HostPath.Type != nil {
+			typ = *v.HostPath.Type
+		}
+		types[v.HostPath.Path] = typ
+		m := mounts[v.Name]
+		if m.ReadOnly && (typ == corev1.HostPathDirectoryOrCreate || typ == corev1.HostPathFileOrCreate) {
+			t.Errorf("read-only host %s has type %s, which creates it on the host", v.HostPath.Path, typ)
+		}
+		if v.HostPath.Path == "/etc" && (!m.ReadOnly || m.MountPath != "/host/etc" || m.SubPath != "") {
+			t.Errorf("host /etc mounted at %s read-only=%v subPath=%q, want the directory at /host/etc read-only", m.MountPath, m.ReadOnly, m.SubPath)
+		}
+	}
+	want := map[string]corev1.HostPathType{
+		"/sys":  corev1.HostPathDirectory,
+		"/proc": corev1.HostPathDirectory,
+		"/boot": corev1.HostPathUnset,
+		"/etc":  corev1.HostPathDirectory,
+		"/dev":  corev1.HostPathDirectory,
+		"/etc/kubernetes/node-feature-discovery/features.d": corev1.HostPathDirectoryOrCreate,
+		"/var/lib/node_exporter/textfile":                   corev1.HostPathDirectoryOrCreate,
+	}
+	if diff := cmp.Diff(want, types); diff != "" {
+		t.Errorf("host paths and their types (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(spec.Containers[0].Command, "--root=/host") {
+		t.Errorf("command %q does not read the host under /host", spec.Containers[0].Command)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -59,14 +60,24 @@ func Execute(cmd *cobra.Command, args []string, stderr io.Writer, codes Codes) (
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, ee.Err)
+			fmt.Fprintf(stderr, "%s: %s\n", name, unprefixed(name, ee.Err))
 		}
 		return ee.Code
 	}
 	// The commands' own errors carry their code, so what is left is cobra's.
-	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	fmt.Fprintf(stderr, "%s: %s\n", name, unprefixed(name, err))
 	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
 	return codes.Usage
+}
+
+// unprefixed is err's message without the program's name in front, which
+// Execute puts there itself: a message never reads "name: name: ...".
+func unprefixed(name string, err error) string {
+	msg := err.Error()
+	for strings.HasPrefix(msg, name+": ") {
+		msg = strings.TrimPrefix(msg, name+": ")
+	}
+	return msg
 }
 
 // ToolExit is the exit code of a developer tool (flag package, no cobra) whose

@@ -28,6 +28,10 @@ func TestExecute(t *testing.T) {
 			code: 5, stderr: []string{"tool: inner\n"}},
 		{name: "unknown flag", args: []string{"--bogus"}, runE: func() error { return nil },
 			code: 64, stderr: []string{"tool: unknown flag: --bogus\n", "Run 'tool --help' for usage.\n"}},
+		{name: "own name not repeated", runE: func() error { return Exit(64, errors.New("tool: tool: bad value")) },
+			code: 64, stderr: []string{"tool: bad value\n"}},
+		{name: "own name not repeated, cobra's", runE: func() error { return errors.New("tool: bad") },
+			code: 64, stderr: []string{"tool: bad\n"}},
 		{name: "panic", runE: func() error { panic("boom") },
 			code: 3, stderr: []string{"tool: internal error: boom\n", "goroutine ", "tool: please report this"}},
 	}
@@ -46,6 +50,9 @@ func TestExecute(t *testing.T) {
 					t.Fatalf("stderr %q lacks %q", stderr.String(), want)
 				}
 				rest = rest[i+len(want):]
+			}
+			if strings.Contains(stderr.String(), "tool: tool:") {
+				t.Errorf("stderr %q repeats the program's name", stderr.String())
 			}
 			if len(tt.stderr) == 0 && stderr.Len() != 0 {
 				t.Errorf("stderr %q, want nothing", stderr.String())

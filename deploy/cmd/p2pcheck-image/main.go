@@ -1,12 +1,17 @@
 // Command p2pcheck-image builds p2pcheck's container image without a
 // container daemon, and unpacks it again to check what it holds:
 //
-//	p2pcheck-image build -o p2pcheck-image.oci.tar -version v0.3.0 \
+//	p2pcheck-image build -o p2pcheck-image.oci.tar -version v0.3.0 -revision $(git rev-parse HEAD) \
+//	    -created $(git log -1 --format=%ct) \
 //	    -pci-ids /usr/share/misc/pci.ids amd64=dist/linux_amd64/p2pcheck arm64=dist/linux_arm64/p2pcheck
 //	p2pcheck-image unpack -i p2pcheck-image.oci.tar -arch amd64 -o rootfs
 //
-// The archive is an OCI image layout in a tar: push it with
-// "skopeo copy oci-archive:p2pcheck-image.oci.tar:v0.3.0 docker://ghcr.io/p2pkit/p2pcheck:v0.3.0".
+// -created is the image's creation time in seconds since the Unix epoch (the
+// commit's time, so that builds are reproducible); it defaults to
+// SOURCE_DATE_EPOCH (https://reproducible-builds.org/specs/source-date-epoch/).
+//
+// The archive is an OCI image layout in a tar: push both platforms with
+// "skopeo copy --all --preserve-digests oci-archive:p2pcheck-image.oci.tar:v0.3.0 docker://ghcr.io/p2pkit/p2pcheck:v0.3.0".
 package main
 
 import (
@@ -15,7 +20,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/p2pkit/p2pkit/deploy/image"
 )
@@ -30,7 +37,7 @@ func main() {
 	}
 }
 
-const usage = `usage: p2pcheck-image build -o FILE -version vX.Y.Z [-repository R] -pci-ids FILE ARCH=BINARY...
+const usage = `usage: p2pcheck-image build -o FILE -version vX.Y.Z [-revision COMMIT] [-created SECONDS] [-repository R] -pci-ids FILE ARCH=BINARY...
        p2pcheck-image unpack -i FILE -arch ARCH -o DIR`
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -47,8 +54,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fl.StringVar(&o.Version, "version", "", "the release, the image's tag")
 		fl.StringVar(&o.Repository, "repository", "ghcr.io/p2pkit/p2pcheck", "the image's repository")
 		fl.StringVar(&o.PCIIDs, "pci-ids", "/usr/share/misc/pci.ids", "the pci.ids file to ship")
+		fl.StringVar(&o.Revision, "revision", "", "the commit the binaries were built from")
+		created := fl.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "the creation time, in seconds since the Unix epoch (default $SOURCE_DATE_EPOCH, else 0)")
 		if err := fl.Parse(args[1:]); err != nil {
 			return err
+		}
+		if *created != "" {
+			sec, err := strconv.ParseInt(*created, 10, 64)
+			if err != nil || sec < 0 {
+				return fmt.Errorf("-created %q is not a number of seconds since the Unix epoch\n%s", *created, usage)
+			}
+			o.Created = time.Unix(sec, 0)
 		}
 		o.Binaries = map[string]string{}
 		for _, a := range fl.Args() {
