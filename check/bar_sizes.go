@@ -64,6 +64,18 @@ func checkBARSizes(f *Facts) Result {
 	return r
 }
 
+// Thresholds of the BAR1 warnings.
+const (
+	// smallBAR1 is the BAR1 size at or below which, without NVML's framebuffer
+	// size, BAR1 limits GPUDirect RDMA and GDRCopy: 256 MiB is the legacy BAR1
+	// of GPUs without Resizable BAR, a small fraction of any data-center GPU's
+	// memory (NVIDIA's GPUDirect RDMA guide, "Displaying GPU BAR space").
+	smallBAR1 = 256 << 20
+	// bar1FullPercent is the share of BAR1 in use at which new GPUDirect and
+	// GDRCopy mappings are about to fail (nvmlDeviceGetBAR1MemoryInfo).
+	bar1FullPercent = 90
+)
+
 // bar1Judgement is what judgeBAR1 makes of one GPU's assigned BAR1.
 type bar1Judgement struct {
 	desc         string   // its size and what ReBAR and NVML add
@@ -88,7 +100,7 @@ func (f *Facts) judgeBAR1(r *Result, g *pcie.Device, bar pcie.Resource) bar1Judg
 		judgeReBAR(r, g, bar, fb, &j)
 	}
 	if ng == nil {
-		if size <= 256<<20 {
+		if size <= smallBAR1 {
 			j.status = worse(j.status, Warn)
 			j.msgs = append(j.msgs, "BAR1 of 256 MiB or less limits GPUDirect RDMA registrations and GDRCopy mappings")
 		}
@@ -98,7 +110,7 @@ func (f *Facts) judgeBAR1(r *Result, g *pcie.Device, bar pcie.Resource) bar1Judg
 	if ng.BAR1Total != nil && ng.BAR1Used != nil {
 		j.desc += fmt.Sprintf(", NVML used %s of %s", bytesize.Format(*ng.BAR1Used), bytesize.Format(*ng.BAR1Total))
 		r.Evidence = append(r.Evidence, Evidence{Source: "nvmlDeviceGetBAR1MemoryInfo(" + s + ")", Value: fmt.Sprintf("total=%d used=%d", *ng.BAR1Total, *ng.BAR1Used)})
-		if *ng.BAR1Total > 0 && *ng.BAR1Used*10 >= *ng.BAR1Total*9 {
+		if *ng.BAR1Total > 0 && *ng.BAR1Used*100 >= *ng.BAR1Total*bar1FullPercent {
 			j.status = worse(j.status, Warn)
 			j.msgs = append(j.msgs, "BAR1 is at least 90% used: new GPUDirect and GDRCopy mappings will fail")
 		}

@@ -147,6 +147,7 @@ var catalogue = []Spec{
 	{"acs_drift", "ACS as fix --apply or the boot parameter set it", checkACSDrift},
 	{"bar_sizes", "GPU BAR1 aperture and Resizable BAR", checkBARSizes},
 	{"pcie_link", "PCIe link speed and width on peer paths", checkPCIeLink},
+	{"max_payload_size", "PCIe Max Payload Size of GPU and RDMA NIC links", checkMaxPayloadSize},
 	{"aer_errors", "PCIe Advanced Error Reporting", checkAER},
 	{"numa_node", "NUMA affinity of GPUs and NICs", checkNUMANode},
 	{"gpu_nic_affinity", "GPU to NIC path class for GPUDirect RDMA", checkGPUNICAffinity},

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/gpu"
-	"github.com/p2pkit/p2pkit/sysfs"
+	"github.com/p2pkit/p2pkit/node"
 )
 
 // Features are the node's capabilities as short label-safe values, what
@@ -98,7 +98,7 @@ func (f *Facts) iommuFeature() string {
 	if len(p.IOMMUGroups) == 0 {
 		return "off"
 	}
-	types := map[int]sysfs.IOMMUDomainType{}
+	types := map[int]node.IOMMUDomainType{}
 	for _, g := range p.IOMMUGroups {
 		types[g.ID] = g.Type
 	}
@@ -110,7 +110,7 @@ func (f *Facts) iommuFeature() string {
 		switch t := types[*d.IOMMUGroup]; {
 		case t.Translated():
 			return "dma"
-		case t == sysfs.IOMMUIdentity:
+		case t == node.IOMMUIdentity:
 			identity = true
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"io/fs"
 
 	"github.com/p2pkit/p2pkit/internal/gdrready"
-	"github.com/p2pkit/p2pkit/procfs"
+	"github.com/p2pkit/p2pkit/node"
 )
 
 // gdrFacts turns the platform facts into gdrdrv readiness facts.
@@ -18,7 +18,7 @@ func (f *Facts) gdrFacts() gdrready.Facts {
 	}
 	if p.CharDevices != nil {
 		g.DevicesRead = true
-		if major, ok := procfs.LookupMajor(p.CharDevices, "gdrdrv"); ok {
+		if major, ok := p.CharMajor("gdrdrv"); ok {
 			g.Major = &major
 		}
 	}
@@ -51,7 +51,7 @@ func checkGdrdrv(f *Facts) Result {
 		return r
 	}
 	g := f.gdrFacts()
-	major, hasMajor := procfs.LookupMajor(p.CharDevices, "gdrdrv")
+	major, hasMajor := p.CharMajor("gdrdrv")
 	r.Evidence = append(r.Evidence,
 		Evidence{Source: "/proc/modules", Value: presence(p.Modules != nil, p.Modules.Loaded("gdrdrv"), "gdrdrv")},
 		Evidence{Source: "/proc/devices", Value: presence(p.CharDevices != nil, hasMajor, fmt.Sprintf("%d gdrdrv", major))},
@@ -111,7 +111,7 @@ func presence(known, present bool, what string) string {
 }
 
 // nodeString describes a device node as ls -l does: "crw-rw-rw- 235:0".
-func nodeString(n *procfs.DevNode) string {
+func nodeString(n *node.DevNode) string {
 	if n == nil {
 		return "absent"
 	}

@@ -24,8 +24,12 @@ func (f *Facts) graceC2C(d *pcie.Device) bool {
 			}
 		}
 	}
-	return slices.Contains([]uint16{0x2342, 0x2348, 0x2941}, d.Device)
+	return slices.Contains(graceGPUDevices, d.Device)
 }
+
+// graceGPUDevices are the PCI device IDs of Grace superchips' GPUs: GH200 0x2342
+// and 0x2348, GB200 0x2941 (pci.ids, NVIDIA 10de).
+var graceGPUDevices = []uint16{0x2342, 0x2348, 0x2941}
 
 // checkGPUNICAffinity classifies, for every GPU, the path to its nearest RDMA
 // NIC as NCCL does (pathclass.NCCL), with both NUMA nodes, and warns when NCCL

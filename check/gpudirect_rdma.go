@@ -7,7 +7,6 @@ import (
 
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/procfs"
 )
 
 // checkGPUDirectRDMA reports which GPUDirect RDMA path the node offers to its
@@ -123,11 +122,12 @@ func (f *Facts) dmabuf() dmabufVerdict {
 		add("kernel and driver", Fail, why)
 	}
 	// One reading of the configuration (procfs.KernelConfig.Value): an option a
-	// found configuration leaves out is not set, as Kconfig leaves it out.
+	// found configuration leaves out is not set, as Kconfig leaves it out
+	// (procfs.KernelConfig.Value, through node).
 	switch p.KernelConfig.Value("CONFIG_DMA_SHARED_BUFFER") {
-	case procfs.ConfigUnknown:
+	case node.ConfigUnknown:
 		add("CONFIG_DMA_SHARED_BUFFER", Unknown, "whether the kernel has CONFIG_DMA_SHARED_BUFFER is unknown")
-	case procfs.ConfigNo:
+	case node.ConfigNo:
 		add("CONFIG_DMA_SHARED_BUFFER", Fail, "the kernel is built without CONFIG_DMA_SHARED_BUFFER")
 	}
 	for _, g := range f.NVIDIAGPUs() {

@@ -41,18 +41,7 @@ func label(d *pcie.Device) string {
 
 // peermem reports whether a peer-memory client for NVIDIA GPUs is loaded:
 // nvidia_peermem or nv_peer_mem, or an nv_mem* entry in memory_peers.
-func (f *Facts) peermem() bool {
-	p := f.Node.Platform
-	if p.Modules.Loaded("nvidia_peermem") || p.Modules.Loaded("nv_peer_mem") {
-		return true
-	}
-	for name := range p.MemoryPeers {
-		if strings.HasPrefix(name, "nv_mem") {
-			return true
-		}
-	}
-	return false
-}
+func (f *Facts) peermem() bool { return f.Node.Platform.PeermemLoaded() }
 
 // nvmlGPU returns NVML's view of the GPU at a, or nil.
 func (f *Facts) nvmlGPU(a pcie.Address) *gpu.GPU {

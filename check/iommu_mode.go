@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
-	"github.com/p2pkit/p2pkit/sysfs"
 )
 
 // IOMMU command-line options checkIOMMU reports, as Documentation/admin-guide/
@@ -62,11 +62,11 @@ func checkIOMMU(f *Facts) Result {
 		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/kernel/iommu_groups", Value: "absent or empty"})
 		return r
 	}
-	types := map[int]sysfs.IOMMUDomainType{}
+	types := map[int]node.IOMMUDomainType{}
 	for _, g := range p.IOMMUGroups {
 		types[g.ID] = g.Type
 	}
-	counts := map[sysfs.IOMMUDomainType]int{}
+	counts := map[node.IOMMUDomainType]int{}
 	translated := map[pcie.Address]bool{}
 	for _, d := range f.devices {
 		if d.IOMMUGroup == nil {
@@ -79,7 +79,7 @@ func checkIOMMU(f *Facts) Result {
 		}
 	}
 	var seen []string
-	for _, t := range []sysfs.IOMMUDomainType{sysfs.IOMMUIdentity, sysfs.IOMMUDMA, sysfs.IOMMUDMAFQ, sysfs.IOMMUUnmanaged, sysfs.IOMMUBlocked, sysfs.IOMMUUnknown} {
+	for _, t := range []node.IOMMUDomainType{node.IOMMUIdentity, node.IOMMUDMA, node.IOMMUDMAFQ, node.IOMMUUnmanaged, node.IOMMUBlocked, node.IOMMUUnknown} {
 		if counts[t] > 0 {
 			seen = append(seen, fmt.Sprintf("%d %s", counts[t], t))
 		}
@@ -95,7 +95,7 @@ func checkIOMMU(f *Facts) Result {
 	switch {
 	case len(translated) > 0:
 		f.judgeTranslation(&r, translated)
-	case counts[sysfs.IOMMUIdentity] > 0 && counts[sysfs.IOMMUUnknown] == 0:
+	case counts[node.IOMMUIdentity] > 0 && counts[node.IOMMUUnknown] == 0:
 		r.Status = Pass
 		r.Summary = "IOMMU in passthrough (identity domains)"
 	case passthrough:

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/p2pkit/p2pkit/internal/bytesize"
-	"github.com/p2pkit/p2pkit/procfs"
+	"github.com/p2pkit/p2pkit/node"
 )
 
 // kernelP2PDMAUsers reports whether some pair of interest has an endpoint that
@@ -44,7 +44,7 @@ func checkKernelP2PDMA(f *Facts) Result {
 	}
 	users := f.kernelP2PDMAUsers()
 	switch v := kc.Value("CONFIG_PCI_P2PDMA"); {
-	case v == procfs.ConfigYes:
+	case v == node.ConfigYes:
 		r.Status = Pass
 		r.Summary = "kernel built with CONFIG_PCI_P2PDMA"
 		if len(providers) > 0 {
@@ -56,7 +56,7 @@ func checkKernelP2PDMA(f *Facts) Result {
 	case !users:
 		r.Status = Skip
 		r.Summary = "no NVMe controller, RDMA NIC or p2pmem provider here would use the kernel's P2PDMA"
-	case v == procfs.ConfigNo:
+	case v == node.ConfigNo:
 		r.Status = Fail
 		r.Blocks = []Capability{CapNVMeP2P}
 		r.Summary = "kernel built without CONFIG_PCI_P2PDMA: kernel P2PDMA users (NVMe CMB, p2pmem, RDMA P2P) cannot work"

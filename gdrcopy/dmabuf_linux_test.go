@@ -129,6 +129,35 @@ func TestDMABUFPinMapCopy(t *testing.T) {
 	if info, _ := b.Info(); info.Mapping != MappingWC {
 		t.Errorf("Info().Mapping after Map = %s", info.Mapping)
 	}
+	data := checkDMABUFCopies(t, mod, b, m, ptr, size)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CopyToDevice(0, data); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("copy after close: %v", err)
+	}
+	m2, err := b.Map()
+	if err != nil {
+		t.Fatalf("map again: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.CopyToDevice(0, data); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("copy after closing the buffer: %v", err)
+	}
+	if diff := cmp.Diff(fakegdrdrv.Stats{}, mod.Stats()); diff != "" {
+		t.Errorf("after close (-want +got):\n%s", diff)
+	}
+	if len(exp.forced) != 1 || exp.forced[0] {
+		t.Errorf("exports %v, want one without forcePCIe", exp.forced)
+	}
+}
+
+// checkDMABUFCopies copies size bytes through m, the mapping of b at device
+// address ptr, both ways and checks them on mod; it returns what it copied.
+func checkDMABUFCopies(t *testing.T, mod *fakegdrdrv.Module, b *Buffer, m *Mapping, ptr uint64, size int) []byte {
+	t.Helper()
 	data := bytes.Repeat([]byte("dma-buf "), size/8)
 	if err := m.CopyToDevice(0, data); err != nil {
 		t.Fatal(err)
@@ -153,28 +182,7 @@ func TestDMABUFPinMapCopy(t *testing.T) {
 	if s := mod.Stats(); s.DMABUFs != 1 || s.Mapped != 1 {
 		t.Errorf("module stats %+v, want one dma-buf mapped", s)
 	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.CopyToDevice(0, data); !errors.Is(err, fs.ErrClosed) {
-		t.Errorf("copy after close: %v", err)
-	}
-	m2, err := b.Map()
-	if err != nil {
-		t.Fatalf("map again: %v", err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m2.CopyToDevice(0, data); !errors.Is(err, fs.ErrClosed) {
-		t.Errorf("copy after closing the buffer: %v", err)
-	}
-	if diff := cmp.Diff(fakegdrdrv.Stats{}, mod.Stats()); diff != "" {
-		t.Errorf("after close (-want +got):\n%s", diff)
-	}
-	if len(exp.forced) != 1 || exp.forced[0] {
-		t.Errorf("exports %v, want one without forcePCIe", exp.forced)
-	}
+	return data
 }
 
 // The mapping type follows gdrapi.c gdr_pin_buffer_dmabuf: caching on

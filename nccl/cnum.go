@@ -7,24 +7,49 @@ import "math"
 // at the first character that does not belong; no digits gives 0. overflow reports
 // a value clamped to the int64 range (errno ERANGE in C).
 func strtoll(s string) (v int64, overflow bool) {
-	i := 0
+	i, neg := cSign(s)
+	base, i := cBase(s, i)
+	u, overflow := cDigits(s[i:], base)
+	switch {
+	case !neg && (overflow || u > math.MaxInt64):
+		return math.MaxInt64, true
+	case neg && (overflow || u > 1<<63):
+		return math.MinInt64, true
+	case neg:
+		return -int64(u), false
+	}
+	return int64(u), false
+}
+
+// cSign skips strtoll's leading white space (isspace: ' ', '\t' to '\r') and an
+// optional sign, returning the index after them and whether the sign was '-'.
+func cSign(s string) (i int, neg bool) {
 	for i < len(s) && (s[i] == ' ' || s[i] >= '\t' && s[i] <= '\r') {
 		i++
 	}
-	neg := false
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {
 		neg = s[i] == '-'
 		i++
 	}
-	base := uint64(10)
+	return i, neg
+}
+
+// cBase is strtoll's base 0 at s[i:]: "0x" followed by a hexadecimal digit is
+// 16 (the prefix skipped), a leading "0" is 8, anything else 10.
+func cBase(s string, i int) (base uint64, next int) {
 	switch {
 	case i+1 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') && i+2 < len(s) && digit(s[i+2]) < 16:
-		base, i = 16, i+2
+		return 16, i + 2
 	case i < len(s) && s[i] == '0':
-		base = 8
+		return 8, i
 	}
-	var u uint64
-	for ; i < len(s); i++ {
+	return 10, i
+}
+
+// cDigits accumulates the digits of base at the start of s, up to the first
+// character that is not one; overflow reports a value past uint64.
+func cDigits(s string, base uint64) (u uint64, overflow bool) {
+	for i := 0; i < len(s); i++ {
 		d := digit(s[i])
 		if d >= base {
 			break
@@ -35,15 +60,7 @@ func strtoll(s string) (v int64, overflow bool) {
 		}
 		u = u*base + d
 	}
-	switch {
-	case !neg && (overflow || u > math.MaxInt64):
-		return math.MaxInt64, true
-	case neg && (overflow || u > 1<<63):
-		return math.MinInt64, true
-	case neg:
-		return -int64(u), false
-	}
-	return int64(u), false
+	return u, overflow
 }
 
 // atoi is strtol(s, NULL, 0) stored in a C int, as NCCL's xmlGetAttrInt does.

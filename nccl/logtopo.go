@@ -29,14 +29,14 @@ type printedTopo struct {
 }
 
 type pnode struct {
-	typ   int
+	typ   nodeType
 	id    int64
 	attrs []string
 	links []plink
 }
 
 type plink struct {
-	typ int
+	typ linkType
 	bw  float32
 	to  *pnode
 }
@@ -47,7 +47,7 @@ var (
 )
 
 // linkNames are topoLinkTypeStr (src/graph/topo.cc) by link type.
-var linkNames = map[string]int{"LOC": linkLOC, "NVL": linkNVL, "C2C": linkC2C, "PCI": linkPCI, "SYS": linkSYS, "NET": linkNET}
+var linkNames = map[string]linkType{"LOC": linkLOC, "NVL": linkNVL, "C2C": linkC2C, "PCI": linkPCI, "SYS": linkSYS, "NET": linkNET}
 
 // parsePrinted reads the lines of one ncclTopoPrint, the "=== System" line
 // first. It fails on a line it cannot place, rather than guess.
@@ -123,7 +123,7 @@ func (t *printedTopo) node(byKey map[nodeKey]*pnode, text string) (*pnode, error
 	if m == nil {
 		return nil, fmt.Errorf("not a node: %q", text)
 	}
-	typ := slices.Index(nodeNames[:], m[1])
+	typ := nodeType(slices.Index(nodeNames[:], m[1]))
 	var id int64
 	if m[3] != "" {
 		sys, err1 := strconv.ParseUint(m[2], 16, 8)
@@ -178,7 +178,7 @@ func (t *printedTopo) reverseLinks() {
 	}
 }
 
-func hasLink(n, to *pnode, typ int) bool {
+func hasLink(n, to *pnode, typ linkType) bool {
 	return slices.ContainsFunc(n.links, func(l plink) bool { return l.to == to && l.typ == typ })
 }
 

@@ -87,12 +87,7 @@ func FromNode(n *node.Node, ifaces []Interface) *Machine {
 		}
 	}
 	if p.Modules != nil {
-		pm := p.Modules.Loaded("nvidia_peermem") || p.Modules.Loaded("nv_peer_mem")
-		for name := range p.MemoryPeers {
-			if name == "nv_mem" || name == "nv_mem_nc" {
-				pm = true
-			}
-		}
+		pm := p.PeermemLoaded()
 		m.Peermem = &pm
 		g := p.Modules.Loaded("gdrdrv") && p.GDRDrvNode != nil
 		m.GDRDrv = &g

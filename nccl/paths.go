@@ -10,11 +10,11 @@ import (
 // node; the paths of PCI switches and NICs are only steps of a search, and nothing
 // reads them after it, so only their search state is kept, for one search at a
 // time.
-func storesPaths(typ int) bool { return typ != nodePCI && typ != nodeNIC }
+func storesPaths(typ nodeType) bool { return typ != nodePCI && typ != nodeNIC }
 
 // path returns n's path to the node of type t at index i; DIS when n reaches no
 // node of that type (a malformed topology can leave a node unconnected).
-func path(n *topoNode, t, i int) topoPath {
+func path(n *topoNode, t nodeType, i int) topoPath {
 	if n.paths[t] == nil || i < 0 || i >= len(n.paths[t]) {
 		return topoPath{typ: PathDIS}
 	}
@@ -105,7 +105,7 @@ func (s *System) setPaths(q *search, base *topoNode, nvbDisable bool) {
 
 // reverse is the link from rem back to n of type typ, the first link of rem's new
 // path; nil when there is none.
-func reverse(rem, n *topoNode, typ int) *topoLink {
+func reverse(rem, n *topoNode, typ linkType) *topoLink {
 	for _, rl := range rem.links {
 		if rl.rem == n && rl.typ == typ {
 			return rl
@@ -138,7 +138,7 @@ func hopType(n, rem *topoNode, l *topoLink, p topoPath, count int) PathType {
 // NCCL's order (CPUs, GPUs, network devices, NVSwitches).
 func (s *System) computeAll(nvbDisable bool) {
 	q := s.newSearch()
-	for _, t := range []int{nodeCPU, nodeGPU, nodeNET, nodeNVS} {
+	for _, t := range []nodeType{nodeCPU, nodeGPU, nodeNET, nodeNVS} {
 		for _, n := range s.nodes[t] {
 			s.setPaths(q, n, nvbDisable)
 		}
@@ -171,7 +171,7 @@ func mergePathType(a, b PathType) PathType {
 
 // addInterStep is addInterStep in src/graph/paths.cc: the path from src to the node
 // of type t2 at index i2 is rerouted through the node of type tx at index ix.
-func (s *System) addInterStep(tx, ix int, src *topoNode, t2, i2 int) {
+func (s *System) addInterStep(tx nodeType, ix int, src *topoNode, t2 nodeType, i2 int) {
 	mid := s.nodes[tx][ix]
 	if src.paths[tx] == nil || mid.paths[t2] == nil || src.paths[t2] == nil {
 		return // not connected: NCCL would have failed earlier
@@ -201,7 +201,7 @@ const pathLineSize = 1024
 // Like NCCL's (from 2.21), a line is cut at 1023 characters.
 func (s *System) FormatPaths() []string {
 	var out []string
-	for _, t := range []int{nodeGPU, nodeNET} {
+	for _, t := range []nodeType{nodeGPU, nodeNET} {
 		for _, n := range s.nodes[t] {
 			out = append(out, s.pathLine(n))
 		}

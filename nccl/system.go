@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// CPU architectures and vendors as NCCL numbers them (src/graph/topo.h).
+// CPU architectures and vendors as NCCL numbers them (NCCL 2.28, src/graph/topo.h
+// NCCL_TOPO_CPU_ARCH_*, NCCL_TOPO_CPU_VENDOR_*, NCCL_TOPO_CPU_TYPE_*).
 const (
 	archX86       = 1
 	archPower     = 2
@@ -23,11 +24,44 @@ const (
 
 const undef = -1
 
+// Intel CPU models by the x86 model number from which ncclTopoAddCpu (NCCL 2.28,
+// src/graph/topo.cc) gives each CPU type, family 6: Skylake 0x55, Sapphire Rapids
+// 0x8F, Emerald Rapids 0xCF; Zhaoxin Yongfeng is family 7 model 0x5B.
+const (
+	intelFamily        = 6
+	intelModelSKL      = 0x55
+	intelModelSRP      = 0x8F
+	intelModelERP      = 0xCF
+	zhaoxinFamily      = 7
+	zhaoxinModelYongfg = 0x5B
+)
+
+// Defaults of ncclTopoAddPci and ncclTopoAddNet (NCCL 2.28, src/graph/topo.cc):
+// a link_width of 0 counts as x16, a network without a speed as 10 Gb/s, an
+// unknown link_speed as Gen3 (60, in 100 Mb/s per lane); PCI bandwidth is
+// width × speed / 80 GB/s and network bandwidth Mb/s / 8000 GB/s.
+const (
+	pciDefaultWidth = 16
+	pciDefaultSpeed = 60
+	pciBWDivisor    = 80.0
+	netDefaultMbps  = 10000
+	netMbpsPerGBps  = 8000.0
+)
+
+// Broadcom PEX switch IDs getBcmGen (NCCL 2.28, src/graph/topo.cc) recognises,
+// the top 52 bits of the vendor:device:subsystem ID: Gen4 one value, Gen5 one
+// per sub-switch level.
+const (
+	bcmIDMask = 0xfffffffffffff000
+	bcmGen4ID = 0x1000c0101000a000
+	bcmGen5ID = 0x1000c03010000000
+)
+
 // topoNode is struct ncclTopoNode: a GPU, PCI switch, NVSwitch, CPU (NUMA node), NIC
 // or network device, with its links sorted by bandwidth and the paths from it to
 // every node of the base types (filled by computePaths).
 type topoNode struct {
-	typ int
+	typ nodeType
 	id  int64
 	// idx is the node's index among the nodes of its type, gid among all nodes.
 	idx, gid int
@@ -50,7 +84,7 @@ type topoNode struct {
 }
 
 type topoLink struct {
-	typ int
+	typ linkType
 	bw  float32
 	rem *topoNode
 }
@@ -92,16 +126,16 @@ func topoID(system int, local int64) int64 { return int64(system)<<56 + local&0x
 
 // nodeKey identifies a node while the system is built.
 type nodeKey struct {
-	typ int
+	typ nodeType
 	id  int64
 }
 
 // find is ncclTopoGetNode: the node of type typ with id id, or nil.
-func (s *System) find(typ int, id int64) *topoNode { return s.ids[nodeKey{typ, id}] }
+func (s *System) find(typ nodeType, id int64) *topoNode { return s.ids[nodeKey{typ, id}] }
 
 // create is ncclTopoCreateNode (src/graph/topo.cc), which fails beyond
 // NCCL_TOPO_MAX_NODES nodes of one type.
-func (s *System) create(typ int, id int64) (*topoNode, error) {
+func (s *System) create(typ nodeType, id int64) (*topoNode, error) {
 	if len(s.nodes[typ]) >= s.lim.nodes {
 		return nil, fmt.Errorf("%w: more than %d %s nodes, which NCCL %s cannot hold (NCCL_TOPO_MAX_NODES, %s)", ErrLimit, s.lim.nodes, nodeNames[typ], s.ver, s.lim.nodesSrc)
 	}
@@ -119,7 +153,7 @@ func (s *System) create(typ int, id int64) (*topoNode, error) {
 // connect is ncclTopoConnectNodes (src/graph/topo.cc): links of one type to one
 // node aggregate their bandwidth, and links stay sorted by bandwidth, highest first.
 // Beyond NCCL_TOPO_MAX_LINKS links of one node NCCL fails; so does NewSystem.
-func (s *System) connect(n, rem *topoNode, typ int, bw float32) {
+func (s *System) connect(n, rem *topoNode, typ linkType, bw float32) {
 	i := -1
 	for j, l := range n.links {
 		if l.rem == rem && l.typ == typ {
@@ -164,7 +198,7 @@ type kv struct {
 
 // kvDictPciClass and kvDictPciGen in src/graph/topo.cc; speeds are in 100 Mb/s per lane.
 var (
-	pciClassDict = []kv{{"0x060400", nodePCI}, {"0x080100", nodePCI}, {"0x068000", nodeNVS}, {"0x068001", nodeCPU}, {"0x03", nodeGPU}, {"0x02", nodeNIC}}
+	pciClassDict = []kv{{"0x060400", int(nodePCI)}, {"0x080100", int(nodePCI)}, {"0x068000", int(nodeNVS)}, {"0x068001", int(nodeCPU)}, {"0x03", int(nodeGPU)}, {"0x02", int(nodeNIC)}}
 	pciGenDict   = []kv{{"2.5 GT/s", 15}, {"5 GT/s", 30}, {"8 GT/s", 60}, {"16 GT/s", 120}, {"32 GT/s", 240},
 		{"2.5 GT/s PCIe", 15}, {"5.0 GT/s PCIe", 30}, {"8.0 GT/s PCIe", 60}, {"16.0 GT/s PCIe", 120}, {"32.0 GT/s PCIe", 240}, {"64.0 GT/s PCIe", 480}}
 	cpuArchDict   = []kv{{"x86_64", archX86}, {"arm64", archARM}, {"ppc64", archPower}}
@@ -268,7 +302,7 @@ func (s *System) number() {
 		for i, n := range s.nodes[t] {
 			n.idx, n.gid = i, len(s.all)
 			s.all = append(s.all, n)
-			if t == nodeGPU {
+			if nodeType(t) == nodeGPU {
 				if _, dup := s.byRank[n.rank]; !dup {
 					s.byRank[n.rank] = n
 				}
@@ -341,14 +375,14 @@ func cpuModel(cpu *topoNode, x *Node) error {
 	}
 	switch {
 	case cpu.vendor == vendorZhaoxin:
-		if fam == 7 && model == 0x5B {
+		if fam == zhaoxinFamily && model == zhaoxinModelYongfg {
 			cpu.model = modelYongfeng
 		}
-	case fam == 6 && model >= 0xCF:
+	case fam == intelFamily && model >= intelModelERP:
 		cpu.model = modelERP
-	case fam == 6 && model >= 0x8F:
+	case fam == intelFamily && model >= intelModelSRP:
 		cpu.model = modelSRP
-	case fam == 6 && model >= 0x55:
+	case fam == intelFamily && model >= intelModelSKL:
 		cpu.model = modelSKL
 	default:
 		cpu.model = modelBDW
@@ -362,7 +396,7 @@ func (s *System) addPCI(x *Node, parent *topoNode, numa int) error {
 	if err != nil {
 		return err
 	}
-	typ := kvPrefix(class, pciClassDict, nodePCI)
+	typ := nodeType(kvPrefix(class, pciClassDict, int(nodePCI)))
 	busStr, err := need(x, "busid")
 	if err != nil {
 		return err
@@ -428,10 +462,10 @@ func (s *System) addPCI(x *Node, parent *topoNode, numa int) error {
 		return err
 	}
 	if width == 0 {
-		width = 16
+		width = pciDefaultWidth
 	}
-	speed := kvPrefix(speedStr, pciGenDict, 60)
-	bw := float32(float64(width*speed) / 80.0)
+	speed := kvPrefix(speedStr, pciGenDict, pciDefaultSpeed)
+	bw := float32(float64(width*speed) / pciBWDivisor)
 	s.connect(n, parent, linkPCI, bw)
 	s.connect(parent, n, linkPCI, bw)
 	return nil
@@ -457,9 +491,9 @@ func (s *System) addNIC(x *Node, nic *topoNode, busID string) error {
 		net.busID = busID
 		mbps := intDefault(nx, "speed", 0)
 		if mbps <= 0 {
-			mbps = 10000
+			mbps = netDefaultMbps
 		}
-		net.netBW = float32(float64(mbps) / 8000.0)
+		net.netBW = float32(float64(mbps) / netMbpsPerGBps)
 		net.netGDR = intDefault(nx, "gdr", 0)
 		s.connect(nic, net, linkNET, net.netBW)
 		s.connect(net, nic, linkNET, net.netBW)
@@ -485,7 +519,7 @@ func (s *System) addNVLinks(x *Node, parentBus string) error {
 			return err
 		}
 		var remote *topoNode
-		switch kvPrefix(tclass, pciClassDict, nodePCI) {
+		switch nodeType(kvPrefix(tclass, pciClassDict, int(nodePCI))) {
 		case nodeGPU:
 			target, err := need(x, "target")
 			if err != nil {
@@ -596,9 +630,9 @@ func localCPU(n, from *topoNode) *topoNode {
 // bcmGen is getBcmGen (src/graph/topo.cc).
 func bcmGen(id uint64, level int) int {
 	switch {
-	case id&0xfffffffffffff000 == 0x1000c0101000a000:
+	case id&bcmIDMask == bcmGen4ID:
 		return 4
-	case id&0xfffffffffffff000 == 0x1000c03010000000|uint64(level)*0x1000:
+	case id&bcmIDMask == bcmGen5ID|uint64(level)*0x1000:
 		return 5
 	}
 	return 0

@@ -92,9 +92,13 @@ func ParseLevel(s string) (PathType, bool) {
 	return levelsOldToNew[n], true
 }
 
-// Node types of NCCL's system graph (src/graph/topo.h); CPU nodes are NUMA nodes.
+// nodeType is a node type of NCCL's system graph (src/graph/topo.h, NCCL 2.28:
+// GPU 0, PCI 1, NVS 2, CPU 3, NIC 4, NET 5); CPU nodes are NUMA nodes.
+type nodeType int
+
+// Node types of NCCL's system graph.
 const (
-	nodeGPU = iota
+	nodeGPU nodeType = iota
 	nodePCI
 	nodeNVS
 	nodeCPU
@@ -106,14 +110,18 @@ const (
 // nodeNames is topoNodeTypeStr in src/graph/topo.cc.
 var nodeNames = [nodeTypes]string{"GPU", "PCI", "NVS", "CPU", "NIC", "NET"}
 
-// Link types (src/graph/topo.h); they share numbers with the path types they start.
+// linkType is a link type of NCCL's system graph (src/graph/topo.h, NCCL 2.28);
+// link types share numbers with the path types they start.
+type linkType int
+
+// Link types.
 const (
-	linkLOC = int(PathLOC)
-	linkNVL = int(PathNVL)
-	linkC2C = int(PathC2C)
-	linkPCI = int(PathPIX)
-	linkSYS = int(PathSYS)
-	linkNET = int(PathNET)
+	linkLOC = linkType(PathLOC)
+	linkNVL = linkType(PathNVL)
+	linkC2C = linkType(PathC2C)
+	linkPCI = linkType(PathPIX)
+	linkSYS = linkType(PathSYS)
+	linkNET = linkType(PathNET)
 )
 
 // Bandwidths in GB/s from src/graph/topo.h.

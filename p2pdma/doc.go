@@ -10,7 +10,7 @@
 //
 // The decision code is the same from Linux 5.9 through the newest PCI tree examined
 // (after 7.3-rc1); only the host-bridge whitelist grows, so the whitelist is versioned
-// (see [WhitelistFor]). Kernels before 5.9 matched AMD host bridges by device ID rather
+// (each entry names the release that added it, [WhitelistEntry]). Kernels before 5.9 matched AMD host bridges by device ID rather
 // than by CPU family, and before 5.5 a redirect refused the pair outright; for them
 // only the plain common-bridge verdict (bus-addr) is given and everything that would
 // cross a host bridge is [Unknown]. Kernels before 4.20 have no P2PDMA at all.

@@ -44,7 +44,7 @@ func TestMapTypeText(t *testing.T) {
 func TestWhitelistFor(t *testing.T) {
 	ids := func(v kversion.Version) []string {
 		var out []string
-		for _, e := range WhitelistFor(v) {
+		for _, e := range whitelistFor(v) {
 			out = append(out, e.String())
 		}
 		return out
@@ -78,7 +78,7 @@ func TestWhitelistFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, ids(tt.v)); diff != "" {
-			t.Errorf("WhitelistFor(%v) mismatch (-want +got):\n%s", tt.v, diff)
+			t.Errorf("whitelistFor(%v) mismatch (-want +got):\n%s", tt.v, diff)
 		}
 	}
 }

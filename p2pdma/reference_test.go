@@ -90,7 +90,7 @@ func TestReferenceMatchesCalculator(t *testing.T) {
 		for _, p := range topo.Devices {
 			for _, q := range topo.Devices {
 				v := calc.Calc(p, q)
-				mt, dist, ok := ReferenceCalc(plat, p, q)
+				mt, dist, ok := referenceCalc(plat, p, q)
 				pairs++
 				counts[v.MapType]++
 				switch {

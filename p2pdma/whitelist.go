@@ -105,11 +105,11 @@ var whitelist = func() []WhitelistEntry {
 	return tab
 }()
 
-// WhitelistFor returns the host-bridge whitelist of kernel version v: the entries that
+// whitelistFor returns the host-bridge whitelist of kernel version v: the entries that
 // release certainly has. The zero version gives the 6.1
 // table. Entries whose release is not pinned for v (see WhitelistEntry.After) are left
 // out; the Calculator reports verdicts that hinge on them as Unknown.
-func WhitelistFor(v kversion.Version) []WhitelistEntry {
+func whitelistFor(v kversion.Version) []WhitelistEntry {
 	var out []WhitelistEntry
 	for _, e := range whitelist {
 		if e.presence(v) == yes {

@@ -107,7 +107,7 @@ func TestNCCLDefaults(t *testing.T) {
 	p2p := func(vendor string, gpus int) []Class {
 		var out []Class
 		for _, c := range all {
-			if NCCLP2PByDefault(c, vendor, gpus) {
+			if ncclP2PByDefault(c, vendor, gpus) {
 				out = append(out, c)
 			}
 		}

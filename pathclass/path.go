@@ -200,13 +200,13 @@ func numaOf(d *pcie.Device) (int, bool) {
 // and the NIC plugin must support GDR besides.
 func NCCLGDRByDefault(c Class) bool { return c == PIX || c == PXB }
 
-// NCCLP2PByDefault reports whether NCCL (2.23 and later; ncclTopoCheckP2p in
+// ncclP2PByDefault reports whether NCCL (2.23 and later; ncclTopoCheckP2p in
 // src/graph/paths.cc) with NCCL_P2P_LEVEL and NCCL_P2P_DISABLE unset uses P2P between
 // two GPUs whose NCCL path type is c: up to PXB, or up to SYS when the CPU is x86 AMD
 // ("AuthenticAMD") and the node has at most two GPUs. NVLink paths always qualify.
 // NVML's P2P status and CUDA's peer-access check come on top. Before 2.23 the default
 // was SYS except on Intel, ARM and Zhaoxin CPUs (PXB).
-func NCCLP2PByDefault(c Class, cpuVendor string, gpus int) bool {
+func ncclP2PByDefault(c Class, cpuVendor string, gpus int) bool {
 	limit := PXB
 	if cpuVendor == "AuthenticAMD" && gpus <= 2 {
 		limit = SYS

@@ -104,11 +104,11 @@ func (t *Topology) NICs() []*Device { return t.filter((*Device).IsNIC) }
 // NVMe returns the NVMe controllers, in address order.
 func (t *Topology) NVMe() []*Device { return t.filter((*Device).IsNVMe) }
 
-// Accelerators returns the processing accelerators, in address order.
-func (t *Topology) Accelerators() []*Device { return t.filter((*Device).IsAccelerator) }
+// accelerators returns the processing accelerators, in address order.
+func (t *Topology) accelerators() []*Device { return t.filter((*Device).IsAccelerator) }
 
-// Bridges returns the functions for which IsBridge is true, in address order.
-func (t *Topology) Bridges() []*Device { return t.filter((*Device).IsBridge) }
+// bridges returns the functions for which IsBridge is true, in address order.
+func (t *Topology) bridges() []*Device { return t.filter((*Device).IsBridge) }
 
 // Endpoints returns the type-0 functions (every function that is not a bridge, host
 // bridge functions such as 00:00.0 included), in address order.

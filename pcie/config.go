@@ -97,6 +97,12 @@ type Express struct {
 	LinkCap  Link     // LNKCAP max speed and width
 	LinkStat Link     // LNKSTA current speed and width
 	PortNum  uint8    // LNKCAP port number
+	// MaxPayloadSupported is DevCap's Max_Payload_Size Supported and MaxPayload
+	// DevCtl's Max_Payload_Size, in bytes (128 to 4096; include/uapi/linux/pci_regs.h
+	// PCI_EXP_DEVCAP_PAYLOAD, PCI_EXP_DEVCTL_PAYLOAD); 0 when unread or reserved.
+	// Every function has them, RCiEPs included.
+	MaxPayloadSupported int
+	MaxPayload          int
 	// HasLink is false for RCiEPs and RC Event Collectors, which have no link
 	// registers (drivers/pci/access.c pcie_cap_has_lnkctl); the Link fields are
 	// then zero.

@@ -179,6 +179,11 @@ const (
 	expFlagsVers   = 0x000f // PCI_EXP_FLAGS_VERS
 	expFlagsType   = 0x00f0 // PCI_EXP_FLAGS_TYPE
 	expFlagsSlot   = 0x0100 // PCI_EXP_FLAGS_SLOT
+	expDevCap      = 0x04   // PCI_EXP_DEVCAP
+	expDevCapMPS   = 0x0007 // PCI_EXP_DEVCAP_PAYLOAD: Max_Payload_Size Supported
+	expDevCtl      = 0x08   // PCI_EXP_DEVCTL
+	expDevCtlMPS   = 0x00e0 // PCI_EXP_DEVCTL_PAYLOAD: Max_Payload_Size
+	expDevRegsEnd  = expDevCtl + 2
 	expLnkCap      = 0x0c   // PCI_EXP_LNKCAP
 	expLnkSta      = 0x12   // PCI_EXP_LNKSTA
 	expLinkSpeed   = 0x000f // PCI_EXP_LNKCAP_SLS, PCI_EXP_LNKSTA_CLS
@@ -186,7 +191,6 @@ const (
 	expLnkCapPort  = 24     // PCI_EXP_LNKCAP_PN is bits 31:24
 	expLinkRegsEnd = expLnkSta + 2
 
-	expDevCtl        = 0x08   // PCI_EXP_DEVCTL
 	expDevCtlRelaxEn = 0x0010 // PCI_EXP_DEVCTL_RELAX_EN
 )
 
@@ -204,6 +208,12 @@ func parseExpress(s *space, pos int) *Express {
 	e.Version = uint8(flags & expFlagsVers)
 	e.PortType = PortType((flags & expFlagsType) >> 4)
 	e.Slot = flags&expFlagsSlot != 0
+	if s.has(pos, expDevRegsEnd) {
+		// Device registers exist on every function, RCiEPs included: decoded
+		// before the return for functions without link registers below.
+		e.MaxPayloadSupported = payloadSize(uint16(le.Uint32(s.b[pos+expDevCap:]) & expDevCapMPS))
+		e.MaxPayload = payloadSize(le.Uint16(s.b[pos+expDevCtl:]) & expDevCtlMPS >> 5)
+	}
 	switch e.PortType {
 	case PortEndpoint, PortLegacyEndpoint, PortRootPort, PortUpstream, PortDownstream,
 		PortPCIeToPCI, PortPCIToPCIe:
@@ -219,6 +229,21 @@ func parseExpress(s *space, pos int) *Express {
 	e.PortNum = uint8(lnkcap >> expLnkCapPort)
 	return e
 }
+
+// payloadSize maps the 3-bit Max_Payload_Size encoding of DevCap and DevCtl to
+// bytes, 128 << v (include/uapi/linux/pci_regs.h PCI_EXP_DEVCAP_PAYLOAD,
+// PCI_EXP_DEVCTL_PAYLOAD; drivers/pci/pci.c pcie_get_mps); the reserved
+// encodings 6 and 7 are unknown (0).
+func payloadSize(v uint16) int {
+	if v > maxPayloadCode {
+		return 0
+	}
+	return 128 << v
+}
+
+// maxPayloadCode is the largest defined Max_Payload_Size encoding, 4096 bytes
+// (PCI_EXP_DEVCTL_PAYLOAD_4096B).
+const maxPayloadCode = 5
 
 // linkSpeed maps the 4-bit Link Speed encoding of LNKCAP and LNKSTA to a
 // LinkSpeed. The encoding is an index into the Supported Link Speeds vector of

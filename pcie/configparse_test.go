@@ -144,7 +144,7 @@ func TestParseConfig(t *testing.T) {
 		Vendor: 0x15b3, Device: 0x1021, Command: 0x0406, Status: statusCapList,
 		Revision: 1, Class: 0x020700, MultiFunction: true,
 	}
-	fullExpress := &Express{Offset: 0x60, Version: 2, PortType: PortEndpoint, HasLink: true,
+	fullExpress := &Express{Offset: 0x60, Version: 2, PortType: PortEndpoint, HasLink: true, MaxPayloadSupported: 128, MaxPayload: 128,
 		LinkCap: Link{Speed: 5, Width: 16}, LinkStat: Link{Speed: 4, Width: 8}}
 	with := func(base Config, f func(c *Config)) *Config {
 		f(&base)
@@ -157,7 +157,9 @@ func TestParseConfig(t *testing.T) {
 	rootPort.cap(0x40, CapIDExpress, expressBody(PortRootPort, true, 4, 16, 3, 4, 16)...)
 
 	rciep := newCfg(0x8086, 0x0b25, 0x088000, 0x00).
-		cap(0x40, CapIDExpress, expressBody(PortRCiEP, false, 4, 16, 0, 4, 16)...)
+		cap(0x40, CapIDExpress, expressBody(PortRCiEP, false, 4, 16, 0, 4, 16)...).
+		put32(0x40+expDevCap, 0x8003).     // Max_Payload_Size Supported 1024
+		put16(0x40+expDevCtl, 0x2810|2<<5) // Max_Payload_Size 512
 
 	cardbus := newCfg(0x104c, 0xac56, 0x060700, 0x02).cap(0x80, 0x01)
 	cardbus.b[offPrimaryBus], cardbus.b[offSecondaryBus], cardbus.b[offSubordinate] = 2, 3, 4
@@ -232,7 +234,7 @@ func TestParseConfig(t *testing.T) {
 				Size: ConfigSize, Vendor: 0x8086, Device: 0x2030, Status: statusCapList, Class: 0x060400,
 				HeaderType: 1, MultiFunction: true, PrimaryBus: 0, SecondaryBus: 1, SubordinateBus: 5,
 				CapsKnown: true, Capabilities: []Capability{{CapIDExpress, 0x40}},
-				Express: &Express{Offset: 0x40, Version: 2, PortType: PortRootPort, Slot: true, HasLink: true,
+				Express: &Express{Offset: 0x40, Version: 2, PortType: PortRootPort, Slot: true, HasLink: true, MaxPayloadSupported: 128, MaxPayload: 128,
 					LinkCap: Link{4, 16}, LinkStat: Link{4, 16}, PortNum: 3},
 			},
 		},
@@ -242,7 +244,7 @@ func TestParseConfig(t *testing.T) {
 			want: &Config{
 				Size: ConfigExpSize, Vendor: 0x8086, Device: 0x0b25, Status: statusCapList, Class: 0x088000,
 				CapsKnown: true, ExtCapsKnown: true, Capabilities: []Capability{{CapIDExpress, 0x40}},
-				Express: &Express{Offset: 0x40, Version: 2, PortType: PortRCiEP},
+				Express: &Express{Offset: 0x40, Version: 2, PortType: PortRCiEP, MaxPayloadSupported: 1024, MaxPayload: 512},
 			},
 		},
 		{
@@ -276,7 +278,7 @@ func TestParseConfig(t *testing.T) {
 			want: &Config{
 				Size: ConfigSize, Vendor: 0x10de, Device: 0x2335, Status: statusCapList, Class: 0x030200,
 				CapsKnown: true, Capabilities: []Capability{{CapIDExpress, 0xf0}},
-				Express: &Express{Offset: 0xf0, Version: 2, PortType: PortEndpoint, HasLink: true},
+				Express: &Express{Offset: 0xf0, Version: 2, PortType: PortEndpoint, HasLink: true, MaxPayloadSupported: 128, MaxPayload: 128},
 			},
 		},
 		{
@@ -286,7 +288,7 @@ func TestParseConfig(t *testing.T) {
 				Size: ConfigExpSize, Vendor: 0x10de, Device: 0x2335, Status: statusCapList, Class: 0x030200,
 				CapsKnown: true, ExtCapsKnown: true, Capabilities: []Capability{{CapIDExpress, 0x40}},
 				ExtCapabilities: []ExtCapability{{ExtCapIDAER, 2, 0x100}, {ExtCapIDACS, 1, 0x200}},
-				Express:         &Express{Offset: 0x40, Version: 2, PortType: PortEndpoint, HasLink: true, LinkCap: Link{5, 16}, LinkStat: Link{5, 16}},
+				Express:         &Express{Offset: 0x40, Version: 2, PortType: PortEndpoint, HasLink: true, LinkCap: Link{5, 16}, LinkStat: Link{5, 16}, MaxPayloadSupported: 128, MaxPayload: 128},
 				AER:             true,
 				ACS:             &ACS{Offset: 0x200},
 			},
@@ -297,7 +299,7 @@ func TestParseConfig(t *testing.T) {
 			want: &Config{
 				Size: ConfigExpSize, Vendor: 0x10de, Device: 0x2335, Status: statusCapList, Class: 0x030200,
 				CapsKnown: true, ExtCapsKnown: true, Capabilities: []Capability{{CapIDExpress, 0x40}},
-				Express: &Express{Offset: 0x40, Version: 2, PortType: PortEndpoint, HasLink: true, LinkCap: Link{5, 16}, LinkStat: Link{5, 16}},
+				Express: &Express{Offset: 0x40, Version: 2, PortType: PortEndpoint, HasLink: true, LinkCap: Link{5, 16}, LinkStat: Link{5, 16}, MaxPayloadSupported: 128, MaxPayload: 128},
 			},
 		},
 		{
@@ -307,7 +309,7 @@ func TestParseConfig(t *testing.T) {
 				Size: ConfigExpSize, Vendor: 0x10de, Device: 0x2335, Status: statusCapList, Class: 0x030200,
 				CapsKnown: true, ExtCapsKnown: true, Capabilities: []Capability{{CapIDExpress, 0x40}},
 				ExtCapabilities: []ExtCapability{{0, 0, 0x100}, {ExtCapIDACS, 1, 0xffc}},
-				Express:         &Express{Offset: 0x40, Version: 2, PortType: PortEndpoint, HasLink: true, LinkCap: Link{5, 16}, LinkStat: Link{5, 16}},
+				Express:         &Express{Offset: 0x40, Version: 2, PortType: PortEndpoint, HasLink: true, LinkCap: Link{5, 16}, LinkStat: Link{5, 16}, MaxPayloadSupported: 128, MaxPayload: 128},
 			},
 		},
 		{
@@ -394,7 +396,7 @@ func TestParseConfigSnapshot(t *testing.T) {
 	want := summary{
 		Vendor: 0x10de, Device: 0x2335, Class: 0x030200, CapsKnown: true, ExtCapsKnown: true,
 		Express: &Express{Offset: 0x60, Version: 2, PortType: PortEndpoint, HasLink: true,
-			LinkCap: Link{5, 16}, LinkStat: Link{5, 16}},
+			LinkCap: Link{5, 16}, LinkStat: Link{5, 16}, MaxPayloadSupported: 256, MaxPayload: 256},
 		AER:   true,
 		NCaps: 4,
 	}
@@ -444,4 +446,15 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPayloadSize decodes every Max_Payload_Size encoding of DevCap and DevCtl
+// (include/uapi/linux/pci_regs.h): 128 << v, the reserved 6 and 7 unknown.
+func TestPayloadSize(t *testing.T) {
+	want := []int{128, 256, 512, 1024, 2048, 4096, 0, 0}
+	for v, w := range want {
+		if got := payloadSize(uint16(v)); got != w {
+			t.Errorf("payloadSize(%d) = %d, want %d", v, got, w)
+		}
+	}
 }

@@ -523,8 +523,8 @@ func TestQueries(t *testing.T) {
 		{"GPUs", top.GPUs(), []string{"0000:04:00.0", "0000:41:00.0"}},
 		{"NICs", top.NICs(), []string{"0000:05:00.0", "0000:05:00.2", "0000:05:00.3"}},
 		{"NVMe", top.NVMe(), []string{"0000:03:00.0", "10000:01:00.0"}},
-		{"Accelerators", top.Accelerators(), []string{}},
-		{"Bridges", top.Bridges(), []string{"0000:00:02.0", "0000:00:02.1", "0000:01:00.0", "0000:02:00.0", "0000:02:01.0", "0000:40:00.0", "10000:00:01.0"}},
+		{"Accelerators", top.accelerators(), []string{}},
+		{"Bridges", top.bridges(), []string{"0000:00:02.0", "0000:00:02.1", "0000:01:00.0", "0000:02:00.0", "0000:02:01.0", "0000:40:00.0", "10000:00:01.0"}},
 		{"Endpoints", top.Endpoints(), []string{"0000:00:00.0", "0000:00:0e.0", "0000:03:00.0", "0000:04:00.0", "0000:05:00.0",
 			"0000:05:00.2", "0000:05:00.3", "0000:41:00.0", "10000:01:00.0"}},
 	}
@@ -747,8 +747,8 @@ func TestNewTopologySnapshot(t *testing.T) {
 	if got := p.Narrowest.String(); got != "Gen5 x16" {
 		t.Errorf("Narrowest = %s, want Gen5 x16", got)
 	}
-	if len(top.Switches) != 0 || len(top.Bridges()) != 0 {
-		t.Errorf("switches %d, bridges %d; want none", len(top.Switches), len(top.Bridges()))
+	if len(top.Switches) != 0 || len(top.bridges()) != 0 {
+		t.Errorf("switches %d, bridges %d; want none", len(top.Switches), len(top.bridges()))
 	}
 }
 

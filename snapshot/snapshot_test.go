@@ -110,6 +110,41 @@ func TestOpenMissing(t *testing.T) {
 // bytes.
 func TestSnapshotRoundTrip(t *testing.T) {
 	root := roottest.Extract(t, h200Snapshot)
+	addRoundTripFiles(t, root)
+	src, err := hostfs.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var first bytes.Buffer
+	sum, err := snapshot.Write(src, &first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Skipped) != 0 || sum.Members == 0 {
+		t.Errorf("summary = %+v", sum)
+	}
+	snap, err := snapshot.Read(bytes.NewReader(first.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	compareRecords(t, src, snap)
+	comparePlatform(t, src, snap)
+	checkNeverCaptured(t, snap)
+	var second bytes.Buffer
+	if _, err := snapshot.Write(snap, &second); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first.Bytes(), second.Bytes()) {
+		t.Error("capturing the capture gives different bytes")
+	}
+}
+
+// addRoundTripFiles adds to the unpacked tree at root what the original capture
+// lacks, and files a capture must not read.
+func addRoundTripFiles(t *testing.T, root string) {
+	t.Helper()
 	// Add what the original capture lacks, and files a capture must not read.
 	gpu := filepath.Join(root, "sys/devices/pci0000:00/0000:00:06.0")
 	for name, data := range map[string]string{
@@ -145,25 +180,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(gpu, "net/eth0/statistics"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	src, err := hostfs.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	var first bytes.Buffer
-	sum, err := snapshot.Write(src, &first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sum.Skipped) != 0 || sum.Members == 0 {
-		t.Errorf("summary = %+v", sum)
-	}
-	snap, err := snapshot.Read(bytes.NewReader(first.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-
+// compareRecords compares the PCI records read from src and from its capture
+// snap.
+func compareRecords(t *testing.T, src, snap hostfs.Root) {
+	t.Helper()
 	wantRecs, err := sysfs.New(src).PCIRecords()
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +208,11 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if fi, err := snap.Lstat("sys/bus/pci/drivers/nvidia"); err != nil || !fi.Mode.IsDir() {
 		t.Errorf("sys/bus/pci/drivers/nvidia in the snapshot: %v, %v; want a directory", fi, err)
 	}
+}
+
+// comparePlatform compares the platform facts read from src and from snap.
+func comparePlatform(t *testing.T, src, snap hostfs.Root) {
+	t.Helper()
 	wantPlat, err := node.ReadPlatform(src)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +228,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		gotPlat.KernelConfig.Value("CONFIG_PCI_P2PDMA") != procfs.ConfigYes {
 		t.Errorf("platform after the round trip lacks items: %+v", gotPlat)
 	}
+}
 
+// checkNeverCaptured: BARs, the ROM, writable files and serial numbers are not
+// in snap; p2pmem/allocate and net directories are, empty.
+func checkNeverCaptured(t *testing.T, snap hostfs.Root) {
+	t.Helper()
 	for _, never := range []string{"resource1", "resource1_wc", "rom", "remove", "serial_number"} {
 		if _, err := snap.Lstat("sys/devices/pci0000:00/0000:00:06.0/" + never); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("capture holds %s (err %v)", never, err)
@@ -212,14 +244,6 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	if names, err := snap.Names("sys/devices/pci0000:00/0000:00:06.0/net/eth0"); err != nil || len(names) != 0 {
 		t.Errorf("net/eth0 holds %v, %v; want an empty directory", names, err)
-	}
-
-	var second bytes.Buffer
-	if _, err := snapshot.Write(snap, &second); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(first.Bytes(), second.Bytes()) {
-		t.Error("capturing the capture gives different bytes")
 	}
 }
 

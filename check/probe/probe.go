@@ -234,7 +234,15 @@ func probePair(p *check.ProbePair, src, dst *cuda.Context, size uint64) (err err
 	if err := dst.Synchronize(); err != nil {
 		return err
 	}
-	// The first copy sets up the peer mappings; time the ones after it.
+	if err := timePeerCopies(p, src, dst, srcBuf, dstBuf, size); err != nil {
+		return err
+	}
+	return verifyPair(p, dst, want, dstBuf, ownerBuf)
+}
+
+// timePeerCopies copies size bytes from srcBuf on src to dstBuf on dst once, to
+// set up the peer mappings, then times repeats copies for p's bandwidth.
+func timePeerCopies(p *check.ProbePair, src, dst *cuda.Context, srcBuf, dstBuf, size uint64) error {
 	if err := cuda.MemcpyPeer(dst, dstBuf, src, srcBuf, size); err != nil {
 		return err
 	}
@@ -253,6 +261,14 @@ func probePair(p *check.ProbePair, src, dst *cuda.Context, size uint64) (err err
 	if d := time.Since(start); d > 0 {
 		p.BytesPerSecond = float64(size*repeats) / d.Seconds()
 	}
+	return nil
+}
+
+// verifyPair checks that dstBuf on dst holds want, read through the host and
+// by the owner (a copy into ownerBuf inside dst, then to the host), and records
+// the first mismatch in p.
+func verifyPair(p *check.ProbePair, dst *cuda.Context, want []byte, dstBuf, ownerBuf uint64) error {
+	size := uint64(len(want))
 	got := make([]byte, size)
 	if err := dst.MemcpyDtoH(got, dstBuf); err != nil {
 		return err

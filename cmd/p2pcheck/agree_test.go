@@ -25,39 +25,8 @@ func TestOutputsAgree(t *testing.T) {
 			_, topoJSON, _ := p2pcheck("--root", root, "--format", "json", "topo")
 			_, topoText, _ := p2pcheck("--root", root, "--no-color", "topo")
 			_, repJSON, _ := p2pcheck("--root", root, "--format", "json", "--require", "p2p,gdr,gdrcopy,nvme-p2p")
-			var topo struct {
-				Devices []struct {
-					Address  string `json:"address"`
-					NUMANode *int   `json:"numa_node"`
-					Link     *struct {
-						Current, Max *struct {
-							Generation int `json:"generation"`
-							Width      int `json:"width"`
-						}
-						Downgraded *bool `json:"downgraded"`
-					} `json:"link"`
-					ACS *struct {
-						Control string `json:"control"`
-					} `json:"acs"`
-				} `json:"devices"`
-			}
-			var rep struct {
-				Devices []struct {
-					BDF      string `json:"bdf"`
-					NUMANode *int   `json:"numa_node"`
-					Link     *struct {
-						CurrentGen   int `json:"current_gen"`
-						CurrentWidth int `json:"current_width"`
-						MaxGen       int `json:"max_gen"`
-						MaxWidth     int `json:"max_width"`
-					} `json:"link"`
-				} `json:"devices"`
-				Checks []struct {
-					ID       string   `json:"id"`
-					Status   string   `json:"status"`
-					Subjects []string `json:"subjects"`
-				} `json:"checks"`
-			}
+			var topo agreeTopo
+			var rep agreeReport
 			if err := json.Unmarshal([]byte(topoJSON), &topo); err != nil {
 				t.Fatalf("topo JSON: %v", err)
 			}
@@ -68,53 +37,107 @@ func TestOutputsAgree(t *testing.T) {
 			for i, d := range topo.Devices {
 				byAddr[d.Address] = i
 			}
-			for _, d := range rep.Devices {
-				i, ok := byAddr[d.BDF]
-				if !ok {
-					t.Errorf("report device %s is not in topo", d.BDF)
-					continue
-				}
-				td := topo.Devices[i]
-				if d.NUMANode != nil && (td.NUMANode == nil || *td.NUMANode != *d.NUMANode) {
-					t.Errorf("%s: NUMA node %d in the report, %v in topo", d.BDF, *d.NUMANode, td.NUMANode)
-				}
-				if l := d.Link; l != nil && td.Link != nil && td.Link.Current != nil && td.Link.Max != nil {
-					got := [4]int{td.Link.Current.Generation, td.Link.Current.Width, td.Link.Max.Generation, td.Link.Max.Width}
-					if want := [4]int{l.CurrentGen, l.CurrentWidth, l.MaxGen, l.MaxWidth}; got != want {
-						t.Errorf("%s: link %v in the report, %v in topo", d.BDF, want, got)
-					}
-				}
-			}
-			// The text marks "(downgraded)" exactly where the JSON says downgraded.
-			marked := downgradedInText(topoText)
-			var want []string
-			for _, d := range topo.Devices {
-				if d.Link != nil && d.Link.Downgraded != nil && *d.Link.Downgraded {
-					want = append(want, d.Address)
-				}
-			}
-			slices.Sort(want)
-			if !slices.Equal(marked, want) {
-				t.Errorf("(downgraded) in topo text on %v, in topo JSON on %v", marked, want)
-			}
-			// Every bridge acs_path fails on redirects in topo's ACS Control.
-			for _, c := range rep.Checks {
-				if c.ID != "acs_path" || c.Status != "fail" {
-					continue
-				}
-				for _, s := range c.Subjects {
-					i, ok := byAddr[s]
-					if !ok || topo.Devices[i].ACS == nil {
-						t.Errorf("acs_path names %s, which topo shows without ACS", s)
-						continue
-					}
-					ctl, err := strconv.ParseUint(strings.TrimPrefix(topo.Devices[i].ACS.Control, "0x"), 16, 16)
-					if err != nil || ctl&0x002c == 0 {
-						t.Errorf("acs_path names %s, whose ACS Control in topo is %q", s, topo.Devices[i].ACS.Control)
-					}
-				}
-			}
+			compareAgreeDevices(t, topo, rep, byAddr)
+			checkDowngradedAgree(t, topo, topoText)
+			checkACSAgree(t, topo, rep, byAddr)
 		})
+	}
+}
+
+// agreeTopo is what TestOutputsAgree reads of topo's JSON.
+type agreeTopo struct {
+	Devices []struct {
+		Address  string `json:"address"`
+		NUMANode *int   `json:"numa_node"`
+		Link     *struct {
+			Current, Max *struct {
+				Generation int `json:"generation"`
+				Width      int `json:"width"`
+			}
+			Downgraded *bool `json:"downgraded"`
+		} `json:"link"`
+		ACS *struct {
+			Control string `json:"control"`
+		} `json:"acs"`
+	} `json:"devices"`
+}
+
+// agreeReport is what TestOutputsAgree reads of the report's JSON.
+type agreeReport struct {
+	Devices []struct {
+		BDF      string `json:"bdf"`
+		NUMANode *int   `json:"numa_node"`
+		Link     *struct {
+			CurrentGen   int `json:"current_gen"`
+			CurrentWidth int `json:"current_width"`
+			MaxGen       int `json:"max_gen"`
+			MaxWidth     int `json:"max_width"`
+		} `json:"link"`
+	} `json:"devices"`
+	Checks []struct {
+		ID       string   `json:"id"`
+		Status   string   `json:"status"`
+		Subjects []string `json:"subjects"`
+	} `json:"checks"`
+}
+
+// compareAgreeDevices: each device of the report has topo's NUMA node and link.
+func compareAgreeDevices(t *testing.T, topo agreeTopo, rep agreeReport, byAddr map[string]int) {
+	t.Helper()
+	for _, d := range rep.Devices {
+		i, ok := byAddr[d.BDF]
+		if !ok {
+			t.Errorf("report device %s is not in topo", d.BDF)
+			continue
+		}
+		td := topo.Devices[i]
+		if d.NUMANode != nil && (td.NUMANode == nil || *td.NUMANode != *d.NUMANode) {
+			t.Errorf("%s: NUMA node %d in the report, %v in topo", d.BDF, *d.NUMANode, td.NUMANode)
+		}
+		if l := d.Link; l != nil && td.Link != nil && td.Link.Current != nil && td.Link.Max != nil {
+			got := [4]int{td.Link.Current.Generation, td.Link.Current.Width, td.Link.Max.Generation, td.Link.Max.Width}
+			if want := [4]int{l.CurrentGen, l.CurrentWidth, l.MaxGen, l.MaxWidth}; got != want {
+				t.Errorf("%s: link %v in the report, %v in topo", d.BDF, want, got)
+			}
+		}
+	}
+}
+
+// checkDowngradedAgree: the text marks "(downgraded)" exactly where the JSON says
+// downgraded.
+func checkDowngradedAgree(t *testing.T, topo agreeTopo, topoText string) {
+	t.Helper()
+	marked := downgradedInText(topoText)
+	var want []string
+	for _, d := range topo.Devices {
+		if d.Link != nil && d.Link.Downgraded != nil && *d.Link.Downgraded {
+			want = append(want, d.Address)
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(marked, want) {
+		t.Errorf("(downgraded) in topo text on %v, in topo JSON on %v", marked, want)
+	}
+}
+
+// checkACSAgree: every bridge acs_path fails on redirects in topo's ACS Control.
+func checkACSAgree(t *testing.T, topo agreeTopo, rep agreeReport, byAddr map[string]int) {
+	t.Helper()
+	for _, c := range rep.Checks {
+		if c.ID != "acs_path" || c.Status != "fail" {
+			continue
+		}
+		for _, s := range c.Subjects {
+			i, ok := byAddr[s]
+			if !ok || topo.Devices[i].ACS == nil {
+				t.Errorf("acs_path names %s, which topo shows without ACS", s)
+				continue
+			}
+			ctl, err := strconv.ParseUint(strings.TrimPrefix(topo.Devices[i].ACS.Control, "0x"), 16, 16)
+			if err != nil || ctl&0x002c == 0 {
+				t.Errorf("acs_path names %s, whose ACS Control in topo is %q", s, topo.Devices[i].ACS.Control)
+			}
+		}
 	}
 }
 

@@ -62,7 +62,25 @@ func TestFixCommand(t *testing.T) {
 		t.Errorf("--persist wrote %q (%v), want the planned drop-in", b, err)
 	}
 
+	checkFixApply(t, args, dry, validate)
+
 	code, out, errOut = p2pcheck(append(args, "--apply")...)
+	if code != 0 {
+		t.Fatalf("second apply: exit %d: %s", code, errOut)
+	}
+	if again := decodeFix(t, out); again.Result != provision.ResultNothingToDo || len(again.Actions) != 0 {
+		t.Errorf("second apply: %s, %d actions", again.Result, len(again.Actions))
+	}
+	if err := validate([]byte(out)); err != nil {
+		t.Errorf("second apply does not match schema/fix.v1.json: %v", err)
+	}
+}
+
+// checkFixApply runs fix --apply with args: it performs the plan of the dry run
+// dry, every pair ends as predicted and every action reads back as planned.
+func checkFixApply(t *testing.T, args []string, dry provision.Report, validate func([]byte) error) {
+	t.Helper()
+	code, out, errOut := p2pcheck(append(args, "--apply")...)
 	if code != 0 {
 		t.Fatalf("apply: exit %d: %s\n%s", code, errOut, out)
 	}
@@ -73,6 +91,13 @@ func TestFixCommand(t *testing.T) {
 	if applied.Result != provision.ResultFixed {
 		t.Errorf("apply: %s", applied.Result)
 	}
+	checkAppliedPairs(t, applied, dry)
+}
+
+// checkAppliedPairs: each pair of applied ends as predicted, with the dry run's
+// prediction, and each action was written and read back as planned.
+func checkAppliedPairs(t *testing.T, applied, dry provision.Report) {
+	t.Helper()
 	for i, p := range applied.Pairs {
 		if p.After == nil || p.AsPredicted == nil || !*p.AsPredicted ||
 			!cmp.Equal(*p.After, p.Predicted, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Reason" }, cmp.Ignore())) {
@@ -86,17 +111,6 @@ func TestFixCommand(t *testing.T) {
 		if a.Written == nil || !*a.Written || a.ReadBack != a.Planned || a.Error != "" {
 			t.Errorf("action %s: written %v, read back %s, planned %s, error %q", a.Address, a.Written, a.ReadBack, a.Planned, a.Error)
 		}
-	}
-
-	code, out, errOut = p2pcheck(append(args, "--apply")...)
-	if code != 0 {
-		t.Fatalf("second apply: exit %d: %s", code, errOut)
-	}
-	if again := decodeFix(t, out); again.Result != provision.ResultNothingToDo || len(again.Actions) != 0 {
-		t.Errorf("second apply: %s, %d actions", again.Result, len(again.Actions))
-	}
-	if err := validate([]byte(out)); err != nil {
-		t.Errorf("second apply does not match schema/fix.v1.json: %v", err)
 	}
 }
 

@@ -136,7 +136,15 @@ func TestPodSecurity(t *testing.T) {
 	if len(spec.Containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
 	}
-	c := spec.Containers[0]
+	checkContainerSecurity(t, spec.Containers[0])
+	checkHostPaths(t, spec)
+
+}
+
+// checkContainerSecurity: the container is unprivileged, with a read-only root
+// file system and every capability dropped but SYS_ADMIN.
+func checkContainerSecurity(t *testing.T, c corev1.Container) {
+	t.Helper()
 	sc := c.SecurityContext
 	if sc == nil || sc.Privileged != nil && *sc.Privileged || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Error("the container is privileged or its root file system writable")
@@ -144,11 +152,16 @@ func TestPodSecurity(t *testing.T) {
 	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_ADMIN"}) {
 		t.Errorf("capabilities %+v, want all dropped but SYS_ADMIN", sc.Capabilities)
 	}
-	// Every host path is one p2pcheck reads (read-only) or writes to.
+}
+
+// checkHostPaths: every host path is one p2pcheck reads (read-only, under
+// /host) or writes to.
+func checkHostPaths(t *testing.T, spec corev1.PodSpec) {
+	t.Helper()
 	writable := map[string]bool{"/etc/kubernetes/node-feature-discovery/features.d": true, "/var/lib/node_exporter/textfile": true}
 	readOnly := map[string]bool{"/sys": true, "/proc": true, "/boot": true, "/etc": true, "/dev": true}
 	mounts := map[string]corev1.VolumeMount{}
-	for _, m := range c.VolumeMounts {
+	for _, m := range spec.Containers[0].VolumeMounts {
 		mounts[m.Name] = m
 	}
 	for _, v := range spec.Volumes {

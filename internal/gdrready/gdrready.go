@@ -204,6 +204,23 @@ func Judge(f Facts) Verdict {
 		v.Version, v.Flavour = f.Params[ParamVersion], f.Params[ParamFlavour]
 	}
 	notLoaded := (f.Module != nil && !loaded) || (f.Module == nil && f.DevicesRead && f.Major == nil)
+	moduleRule(f, notLoaded, add)
+	nodeRule(f, notLoaded, add)
+	if loaded && f.Params == nil {
+		add(Info, "no /proc/driver/gdrdrv/params: gdrdrv older than GDRCopy 2.5, version and flavour unknown")
+	}
+	flavourRule(f, v.Flavour, add)
+	if len(v.Problems) == 0 && f.OpenErr != "" {
+		add(Blocking, "opening /dev/gdrdrv failed: "+f.OpenErr,
+			"check that /dev/gdrdrv belongs to gdrdrv and that gdrdrv was built for the loaded NVIDIA driver (dmesg)")
+	}
+	v.Ready = v.Known && !slices.ContainsFunc(v.Problems, func(p Problem) bool { return p.Severity == Blocking })
+	return v
+}
+
+// moduleRule: the module is loaded (/proc/modules) and registered its major
+// (/proc/devices).
+func moduleRule(f Facts, notLoaded bool, add func(Severity, string, ...string)) {
 	switch {
 	case notLoaded:
 		what := "the gdrdrv kernel module is not loaded (not in /proc/modules)"
@@ -217,18 +234,19 @@ func Judge(f Facts) Verdict {
 	case f.Module != nil && *f.Module && f.DevicesRead && f.Major == nil:
 		add(Blocking, "gdrdrv is loaded but registered no character device in /proc/devices", FixNoMajor)
 	}
+}
+
+// nodeRule: /dev/gdrdrv exists, is a character device with gdrdrv's major and
+// minor 0, and the running user (or, when that was not asked, every user) can
+// open it read-write.
+func nodeRule(f Facts, notLoaded bool, add func(Severity, string, ...string)) {
 	recreate := "sudo rm /dev/gdrdrv && " + MknodFix(f.Major)
-	switch n := f.Node; {
-	case n == nil && f.NodeErr != "":
-		add(Blocking, "cannot inspect /dev/gdrdrv: "+f.NodeErr, "check the permissions of /dev")
-	case n == nil && !notLoaded:
-		what := "/dev/gdrdrv does not exist"
-		if f.Major != nil {
-			what = fmt.Sprintf("gdrdrv is loaded (major %d) but /dev/gdrdrv does not exist", *f.Major)
-		}
-		add(Blocking, what, MknodFix(f.Major), FixContainer)
-	case n == nil:
-		add(Blocking, "/dev/gdrdrv does not exist", FixLoad)
+	n := f.Node
+	if n == nil {
+		missingNodeRule(f, notLoaded, add)
+		return
+	}
+	switch {
 	case n.Mode&fs.ModeCharDevice == 0:
 		add(Blocking, fmt.Sprintf("/dev/gdrdrv is not a character device (mode %s)", n.Mode), recreate)
 	case n.NumberKnown && f.Major != nil && n.Major != *f.Major:
@@ -240,16 +258,23 @@ func Judge(f Facts) Verdict {
 	case n.Mode.Perm()&0o006 != 0o006:
 		add(Degraded, fmt.Sprintf("/dev/gdrdrv mode %04o: only its owner and group can use GDRCopy", n.Mode.Perm()), FixPermission)
 	}
-	if loaded && f.Params == nil {
-		add(Info, "no /proc/driver/gdrdrv/params: gdrdrv older than GDRCopy 2.5, version and flavour unknown")
+}
+
+// missingNodeRule words a /dev/gdrdrv that could not be inspected or does not
+// exist.
+func missingNodeRule(f Facts, notLoaded bool, add func(Severity, string, ...string)) {
+	switch {
+	case f.NodeErr != "":
+		add(Blocking, "cannot inspect /dev/gdrdrv: "+f.NodeErr, "check the permissions of /dev")
+	case !notLoaded:
+		what := "/dev/gdrdrv does not exist"
+		if f.Major != nil {
+			what = fmt.Sprintf("gdrdrv is loaded (major %d) but /dev/gdrdrv does not exist", *f.Major)
+		}
+		add(Blocking, what, MknodFix(f.Major), FixContainer)
+	default:
+		add(Blocking, "/dev/gdrdrv does not exist", FixLoad)
 	}
-	flavourRule(f, v.Flavour, add)
-	if len(v.Problems) == 0 && f.OpenErr != "" {
-		add(Blocking, "opening /dev/gdrdrv failed: "+f.OpenErr,
-			"check that /dev/gdrdrv belongs to gdrdrv and that gdrdrv was built for the loaded NVIDIA driver (dmesg)")
-	}
-	v.Ready = v.Known && !slices.ContainsFunc(v.Problems, func(p Problem) bool { return p.Severity == Blocking })
-	return v
 }
 
 // loadFixes are the ways to a working GDRCopy when gdrdrv is not loaded.

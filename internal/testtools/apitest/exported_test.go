@@ -36,59 +36,78 @@ func TestNoInternalTypesExported(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		internal := map[string]string{} // local name -> import path
-		for _, im := range f.Imports {
-			p, _ := strconv.Unquote(im.Path.Value)
-			if !strings.Contains(p, "/internal/") && !strings.HasSuffix(p, "/internal") {
-				continue
-			}
-			name := p[strings.LastIndex(p, "/")+1:]
-			if im.Name != nil {
-				name = im.Name.Name
-			}
-			internal[name] = p
-		}
-		if len(internal) == 0 {
-			return nil
-		}
-		check := func(what string, n ast.Node) {
-			ast.Inspect(n, func(x ast.Node) bool {
-				if sel, ok := x.(*ast.SelectorExpr); ok {
-					if id, ok := sel.X.(*ast.Ident); ok && internal[id.Name] != "" {
-						t.Errorf("%s: %s names %s.%s from %s", fset.Position(sel.Pos()), what, id.Name, sel.Sel.Name, internal[id.Name])
-					}
-				}
-				return true
-			})
-		}
-		for _, decl := range f.Decls {
-			switch d := decl.(type) {
-			case *ast.FuncDecl:
-				if d.Name.IsExported() && (d.Recv == nil || exportedRecv(d.Recv)) {
-					check("func "+d.Name.Name, d.Type)
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						if s.Name.IsExported() {
-							exportedParts(s.Type, func(n ast.Node) { check("type "+s.Name.Name, n) })
-						}
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							if n.IsExported() && s.Type != nil {
-								check("var "+n.Name, s.Type)
-							}
-						}
-					}
-				}
-			}
-		}
+		checkExportedDecls(t, fset, f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkExportedDecls reports every exported declaration of f that names a type
+// from an internal package f imports.
+func checkExportedDecls(t *testing.T, fset *token.FileSet, f *ast.File) {
+	t.Helper()
+	internal := internalImports(f)
+	if len(internal) == 0 {
+		return
+	}
+	check := func(what string, n ast.Node) {
+		ast.Inspect(n, func(x ast.Node) bool {
+			if sel, ok := x.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && internal[id.Name] != "" {
+					t.Errorf("%s: %s names %s.%s from %s", fset.Position(sel.Pos()), what, id.Name, sel.Sel.Name, internal[id.Name])
+				}
+			}
+			return true
+		})
+	}
+	for _, decl := range f.Decls {
+		switch d := decl.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() && (d.Recv == nil || exportedRecv(d.Recv)) {
+				check("func "+d.Name.Name, d.Type)
+			}
+		case *ast.GenDecl:
+			checkGenDecl(d, check)
+		}
+	}
+}
+
+// checkGenDecl calls check on the exported types and typed variables of d.
+func checkGenDecl(d *ast.GenDecl, check func(string, ast.Node)) {
+	for _, s := range d.Specs {
+		switch s := s.(type) {
+		case *ast.TypeSpec:
+			if s.Name.IsExported() {
+				exportedParts(s.Type, func(n ast.Node) { check("type "+s.Name.Name, n) })
+			}
+		case *ast.ValueSpec:
+			for _, n := range s.Names {
+				if n.IsExported() && s.Type != nil {
+					check("var "+n.Name, s.Type)
+				}
+			}
+		}
+	}
+}
+
+// internalImports maps the local names of f's imports of internal packages to
+// their paths.
+func internalImports(f *ast.File) map[string]string {
+	internal := map[string]string{} // local name -> import path
+	for _, im := range f.Imports {
+		p, _ := strconv.Unquote(im.Path.Value)
+		if !strings.Contains(p, "/internal/") && !strings.HasSuffix(p, "/internal") {
+			continue
+		}
+		name := p[strings.LastIndex(p, "/")+1:]
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		internal[name] = p
+	}
+	return internal
 }
 
 // exportedRecv reports whether a method's receiver type is exported.

@@ -171,6 +171,7 @@ type verbose struct {
 	lnkCap, lnkSta string // "Speed 16GT/s, Width x16"
 	downgraded     bool   // LnkSta has "(downgraded)"
 	acsCtl         string // "SrcValid+ TransBlk- ..."
+	mpsCap, mps    string // DevCap's and DevCtl's MaxPayload, "256" bytes
 	regions        []string
 }
 
@@ -178,6 +179,9 @@ var (
 	regionLine = regexp.MustCompile(`^\tRegion (\d+): Memory at (\S+) \((32|64)-bit, (non-prefetchable|prefetchable)\)(.*)$`)
 	sizeField  = regexp.MustCompile(`\[size=(\d+)([KMGT]?)\]`)
 	linkFields = regexp.MustCompile(`Speed ([0-9.]+GT/s|unknown)[^,]*, Width x(\d+)`)
+	// MaxPayload in DevCap and on DevCtl's third line (pciutils ls-caps.c
+	// cap_express_dev: "MaxPayload %d bytes").
+	payloadField = regexp.MustCompile(`^MaxPayload (\d+) bytes`)
 )
 
 // parseVerbose reads `lspci -vvv`: a header line per function, then indented lines.
@@ -208,6 +212,12 @@ func parseVerbose(t *testing.T, out string) map[pcie.Address]*verbose {
 			cur.downgraded = strings.Contains(field, "(downgraded)")
 		case strings.HasPrefix(field, "ACSCtl:\t"):
 			cur.acsCtl = strings.TrimPrefix(field, "ACSCtl:\t")
+		case strings.HasPrefix(field, "DevCap:\t"):
+			if f := payloadField.FindStringSubmatch(strings.TrimPrefix(field, "DevCap:\t")); f != nil {
+				cur.mpsCap = f[1]
+			}
+		case payloadField.MatchString(field):
+			cur.mps = payloadField.FindStringSubmatch(field)[1]
 		}
 		if r := regionLine.FindStringSubmatch(line); r != nil {
 			cur.regions = append(cur.regions, region(r))
@@ -404,6 +414,12 @@ func (c *comparison) run(t *testing.T) {
 			acs = pcie.ACSString(a.Control)
 		}
 		check("ACS control", v.acsCtl, acs)
+		mpsCap, mps := "", ""
+		if c := d.Config; c != nil && c.Express != nil && c.Express.MaxPayload != 0 {
+			mpsCap, mps = strconv.Itoa(c.Express.MaxPayloadSupported), strconv.Itoa(c.Express.MaxPayload)
+		}
+		check("DevCap MaxPayload", v.mpsCap, mpsCap)
+		check("DevCtl MaxPayload", v.mps, mps)
 		var regions []string
 		for _, r := range d.BARs() {
 			if r.IsMem() {

@@ -177,13 +177,19 @@ func (b Boot) Run(ctx context.Context) (Result, error) {
 // Cmdline is the kernel command line for t on k: the serial console, panic ends the
 // boot (with -no-reboot), the oracle's parameter on the test kernel, intel_iommu=on
 // with a vIOMMU, and the entry's own parameters.
+//
+// With a vIOMMU it also passes no_timer_check: TCG on a loaded host can miss the
+// kernel's early test that the timer interrupt arrives, and with interrupt remapping
+// a missed test is a panic ("timer doesn't work through Interrupt-remapped IO-APIC",
+// check_timer in arch/x86/kernel/apic/io_apic.c), which would make the tier depend
+// on the machine's speed.
 func (t *Topology) Cmdline(k Kernel) []string {
 	c := []string{"console=ttyS0", "quiet", "panic=-1", "rdinit=/init"}
 	if k.Oracle {
 		c = append(c, "p2poracle")
 	}
 	if t.IOMMU {
-		c = append(c, "intel_iommu=on")
+		c = append(c, "intel_iommu=on", "no_timer_check")
 	}
 	return append(c, t.Append...)
 }

@@ -68,68 +68,8 @@ func checkFix(t *testing.T, topo *Topology, v View, boot, rerun Oracle, get fixC
 		}
 		checkPairs(t, rerun, v, b)
 	})
-	t.Run("dry-run", func(t *testing.T) {
-		b, ok := get("fix-dry.json")
-		if !ok {
-			t.Fatal("fix (dry run) failed or is missing")
-		}
-		if d := parseFix(t, "fix-dry.json", b); d.Result != "planned" || len(d.Actions) != 1 {
-			t.Errorf("dry run: result %s, %d actions, want planned, 1", d.Result, len(d.Actions))
-		}
-		before, ok1 := get("config-before.txt")
-		after, ok2 := get("config-after-dry.txt")
-		switch {
-		case !ok1 || !ok2:
-			t.Error("config checksums missing")
-		case !bytes.Equal(before, after):
-			t.Errorf("the dry run changed config space:\nbefore\n%s\nafter\n%s", before, after)
-		}
-	})
-	t.Run("apply", func(t *testing.T) {
-		b, ok := get("fix-apply.json")
-		if !ok {
-			t.Fatal("fix --apply failed or is missing")
-		}
-		d := parseFix(t, "fix-apply.json", b)
-		rp, _ := topo.Address(topo.Root[0])
-		if d.Result != "fixed" || len(d.Actions) != 1 || d.Actions[0].Address != rp.String() ||
-			d.Actions[0].ReadBack != d.Actions[0].Planned || d.Actions[0].Error != "" {
-			t.Errorf("fix --apply: result %s, actions %+v; want fixed, the root port %s", d.Result, d.Actions, rp)
-		}
-		fresh := map[string]Verdict{}
-		for _, x := range rerun.Verdicts {
-			fresh[x.Provider.String()+" "+x.Client.String()] = x
-		}
-		for _, p := range d.Pairs {
-			k := fresh[p.Provider+" "+p.Client]
-			if p.After == nil || p.AsPredicted == nil || !*p.AsPredicted {
-				t.Errorf("%s -> %s: after %+v, predicted %+v", p.Provider, p.Client, p.After, p.Predicted)
-			}
-			if k.MapType != p.Predicted.MapType || k.Distance != p.Predicted.Distance {
-				t.Errorf("%s -> %s: predicted %s %d, the kernel now %s %d", p.Provider, p.Client,
-					p.Predicted.MapType, p.Predicted.Distance, k.MapType, k.Distance)
-			}
-		}
-		after, ok := get("pairs-after.json")
-		if !ok {
-			t.Fatal("pairs after the fix failed or is missing")
-		}
-		checkPairs(t, rerun, v, after)
-		prov, _ := topo.Address(topo.P2PMem.Provider)
-		target, _ := topo.Address(topo.P2PMem.Target)
-		was := "not-supported"
-		if topo.CPUP2P {
-			was = "thru-host-bridge"
-		}
-		for _, c := range []struct {
-			o    Oracle
-			want string
-		}{{boot, was}, {rerun, "bus-addr"}} {
-			if got := verdictOf(c.o, prov, target); got != c.want+" 2" {
-				t.Errorf("kernel: %s -> %s is %q, want %q", prov, target, got, c.want+" 2")
-			}
-		}
-	})
+	t.Run("dry-run", func(t *testing.T) { checkFixDryRun(t, get) })
+	t.Run("apply", func(t *testing.T) { checkFixApplied(t, topo, v, boot, rerun, get) })
 	t.Run("again", func(t *testing.T) {
 		b, ok := get("fix-again.json")
 		if !ok {
@@ -139,6 +79,79 @@ func checkFix(t *testing.T, topo *Topology, v View, boot, rerun Oracle, get fixC
 			t.Errorf("second fix --apply: result %s, %d actions, exit %d", d.Result, len(d.Actions), d.ExitCode)
 		}
 	})
+}
+
+// checkFixDryRun: the dry run planned one action and changed no config byte.
+func checkFixDryRun(t *testing.T, get fixCapture) {
+	b, ok := get("fix-dry.json")
+	if !ok {
+		t.Fatal("fix (dry run) failed or is missing")
+	}
+	if d := parseFix(t, "fix-dry.json", b); d.Result != "planned" || len(d.Actions) != 1 {
+		t.Errorf("dry run: result %s, %d actions, want planned, 1", d.Result, len(d.Actions))
+	}
+	before, ok1 := get("config-before.txt")
+	after, ok2 := get("config-after-dry.txt")
+	switch {
+	case !ok1 || !ok2:
+		t.Error("config checksums missing")
+	case !bytes.Equal(before, after):
+		t.Errorf("the dry run changed config space:\nbefore\n%s\nafter\n%s", before, after)
+	}
+}
+
+// checkFixApplied: fix --apply fixed the root port, every pair as predicted and
+// as the kernel now says, and the CMB provider's pair is bus-addr now.
+func checkFixApplied(t *testing.T, topo *Topology, v View, boot, rerun Oracle, get fixCapture) {
+	b, ok := get("fix-apply.json")
+	if !ok {
+		t.Fatal("fix --apply failed or is missing")
+	}
+	d := parseFix(t, "fix-apply.json", b)
+	rp, _ := topo.Address(topo.Root[0])
+	if d.Result != "fixed" || len(d.Actions) != 1 || d.Actions[0].Address != rp.String() ||
+		d.Actions[0].ReadBack != d.Actions[0].Planned || d.Actions[0].Error != "" {
+		t.Errorf("fix --apply: result %s, actions %+v; want fixed, the root port %s", d.Result, d.Actions, rp)
+	}
+	fresh := map[string]Verdict{}
+	for _, x := range rerun.Verdicts {
+		fresh[x.Provider.String()+" "+x.Client.String()] = x
+	}
+	for _, p := range d.Pairs {
+		k := fresh[p.Provider+" "+p.Client]
+		if p.After == nil || p.AsPredicted == nil || !*p.AsPredicted {
+			t.Errorf("%s -> %s: after %+v, predicted %+v", p.Provider, p.Client, p.After, p.Predicted)
+		}
+		if k.MapType != p.Predicted.MapType || k.Distance != p.Predicted.Distance {
+			t.Errorf("%s -> %s: predicted %s %d, the kernel now %s %d", p.Provider, p.Client,
+				p.Predicted.MapType, p.Predicted.Distance, k.MapType, k.Distance)
+		}
+	}
+	checkFixAfter(t, topo, v, boot, rerun, get)
+}
+
+// checkFixAfter: pairs read again after the fix equal the kernel's fresh
+// verdicts, and the kernel moved the CMB provider's pair to bus-addr.
+func checkFixAfter(t *testing.T, topo *Topology, v View, boot, rerun Oracle, get fixCapture) {
+	after, ok := get("pairs-after.json")
+	if !ok {
+		t.Fatal("pairs after the fix failed or is missing")
+	}
+	checkPairs(t, rerun, v, after)
+	prov, _ := topo.Address(topo.P2PMem.Provider)
+	target, _ := topo.Address(topo.P2PMem.Target)
+	was := "not-supported"
+	if topo.CPUP2P {
+		was = "thru-host-bridge"
+	}
+	for _, c := range []struct {
+		o    Oracle
+		want string
+	}{{boot, was}, {rerun, "bus-addr"}} {
+		if got := verdictOf(c.o, prov, target); got != c.want+" 2" {
+			t.Errorf("kernel: %s -> %s is %q, want %q", prov, target, got, c.want+" 2")
+		}
+	}
 }
 
 // verdictOf returns the oracle's "map-type distance" for one pair, "" if absent.

@@ -86,37 +86,7 @@ func TestTopologies(t *testing.T) {
 // checkTopology boots topo on k, keeps the captures and runs every check. It sets
 // *secs to the guest's wall time as soon as the guest is down.
 func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, secs *float64) {
-	captures := []Capture{}
-	if e.bin.P2PCheckErr == nil {
-		captures = append(captures,
-			Capture{Name: "snapshot.tar.gz", Shell: "p2pcheck snapshot -o /tmp/s.tar.gz", File: "/tmp/s.tar.gz"},
-			Capture{Name: "topo.json", Shell: "p2pcheck topo --format json"},
-			Capture{Name: "pairs.json", Shell: "p2pcheck pairs --all --format json"})
-	}
-	fix := topo.Fix && k.Oracle && e.bin.P2PCheckErr == nil
-	if fix {
-		captures = append(captures, fixBefore...)
-	}
-	if topo.Persisted && e.bin.P2PCheckErr == nil {
-		captures = append(captures, fixPersisted)
-	}
-	if topo.VirtHost != nil && e.bin.P2PCheckErr == nil {
-		captures = append(captures, topo.virtCaptures()...)
-	}
-	bin := e.bin
-	bin.P2PMemTest = "" // 8 MB the guest needs only for the p2pmem proof
-	if topo.P2PMem != nil && k.Oracle && e.bin.P2PMemErr == nil {
-		bin.P2PMemTest = e.bin.P2PMemTest
-		prov, _ := topo.Address(topo.P2PMem.Provider)
-		target, _ := topo.Address(topo.P2PMem.Target)
-		captures = append(captures, Capture{Name: "p2pmem.txt", Shell: fmt.Sprintf(
-			"n=$(ls /sys/bus/pci/devices/%s/nvme) && P2PKIT_REQUIRE_HW=1 "+
-				"P2PKIT_P2PMEM_PROVIDER=%s P2PKIT_P2PMEM_TARGET=/dev/${n}n1 "+
-				"p2pmem.test -test.run '^TestGuestRoundTrip$' -test.v -test.count=1", target, prov)})
-	}
-	if fix {
-		captures = append(captures, fixAfter...)
-	}
+	captures, bin, fix := guestCaptures(e, topo, k)
 	boot := Boot{Topology: topo, Kernel: k, Busybox: e.busybox, QEMU: e.qemu, Bin: bin,
 		Captures: captures, MemMiB: guestMemMiB, SMP: guestSMP, Timeout: guestTimeout, WorkDir: t.TempDir()}
 	res, err := boot.Run(t.Context())
@@ -151,6 +121,59 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 	dir := filepath.Join(e.moduleRoot, "testdata", "vm", run)
 	keep(t, dir, res, oracle, boot)
 
+	checkGuest(t, e, topo, k, guest{dump: dump, oracle: oracle, sec: sec, fix: fix})
+}
+
+// guest is what one boot gave: the guest's PCI dump, the oracle's verdicts
+// (nil on a stock kernel), the console sections, and whether the fix steps ran.
+type guest struct {
+	dump   View
+	oracle *Oracle
+	sec    map[string]Section
+	fix    bool
+}
+
+// guestCaptures lists what the guest runs for topo on k, with the binaries it
+// needs; fix reports whether the fix steps are among them.
+func guestCaptures(e *env, topo *Topology, k Kernel) (captures []Capture, bin Binaries, fix bool) {
+	captures = []Capture{}
+	if e.bin.P2PCheckErr == nil {
+		captures = append(captures,
+			Capture{Name: "snapshot.tar.gz", Shell: "p2pcheck snapshot -o /tmp/s.tar.gz", File: "/tmp/s.tar.gz"},
+			Capture{Name: "topo.json", Shell: "p2pcheck topo --format json"},
+			Capture{Name: "pairs.json", Shell: "p2pcheck pairs --all --format json"})
+	}
+	fix = topo.Fix && k.Oracle && e.bin.P2PCheckErr == nil
+	if fix {
+		captures = append(captures, fixBefore...)
+	}
+	if topo.Persisted && e.bin.P2PCheckErr == nil {
+		captures = append(captures, fixPersisted)
+	}
+	if topo.VirtHost != nil && e.bin.P2PCheckErr == nil {
+		captures = append(captures, topo.virtCaptures()...)
+	}
+	bin = e.bin
+	bin.P2PMemTest = "" // 8 MB the guest needs only for the p2pmem proof
+	if topo.P2PMem != nil && k.Oracle && e.bin.P2PMemErr == nil {
+		bin.P2PMemTest = e.bin.P2PMemTest
+		prov, _ := topo.Address(topo.P2PMem.Provider)
+		target, _ := topo.Address(topo.P2PMem.Target)
+		captures = append(captures, Capture{Name: "p2pmem.txt", Shell: fmt.Sprintf(
+			"n=$(ls /sys/bus/pci/devices/%s/nvme) && P2PKIT_REQUIRE_HW=1 "+
+				"P2PKIT_P2PMEM_PROVIDER=%s P2PKIT_P2PMEM_TARGET=/dev/${n}n1 "+
+				"p2pmem.test -test.run '^TestGuestRoundTrip$' -test.v -test.count=1", target, prov)})
+	}
+	if fix {
+		captures = append(captures, fixAfter...)
+	}
+	return captures, bin, fix
+}
+
+// checkGuest runs the subtests of one boot: the tree, the kernel's facts, the
+// oracle, and each capture p2pcheck made in the guest.
+func checkGuest(t *testing.T, e *env, topo *Topology, k Kernel, g guest) {
+	dump, oracle, sec := g.dump, g.oracle, g.sec
 	t.Run("tree", func(t *testing.T) {
 		// The guest's own view (busybox, no p2pkit code) against what the entry built.
 		for _, d := range DiffFuncs(topo.Want(), dump.Funcs) {
@@ -192,6 +215,13 @@ func checkTopology(t *testing.T, e *env, topo *Topology, k Kernel, run string, s
 			checkPairs(t, withVFs(t, *oracle, dump), dump, s.Data)
 		})
 	}
+	checkGuestSteps(t, e, topo, k, g)
+}
+
+// checkGuestSteps runs the subtests of the optional steps: fix, persisted, the
+// virtualization host and the p2pmem round trip.
+func checkGuestSteps(t *testing.T, e *env, topo *Topology, k Kernel, g guest) {
+	dump, oracle, sec, fix := g.dump, g.oracle, g.sec, g.fix
 	if topo.Fix && oracle != nil {
 		t.Run("fix", func(t *testing.T) {
 			if !fix {

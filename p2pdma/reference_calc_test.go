@@ -6,7 +6,7 @@ import (
 	"github.com/p2pkit/p2pkit/kversion"
 )
 
-// ReferenceCalc is a direct, readable port of calc_map_type_and_dist() in
+// referenceCalc is a direct, readable port of calc_map_type_and_dist() in
 // drivers/pci/p2pdma.c (Linux 6.12; the same from 5.9 on), kept beside the tuned
 // [Calculator] so that the two can be read side by side and tested against each
 // other on random trees. It has the kernel's loop shape: the outer loop walks the
@@ -17,7 +17,7 @@ import (
 // fact it needs was not read (ACS Control or a port type without root), or when the
 // kernel version is older than the rules modelled here (5.9); the Calculator then
 // says Unknown and why. The verdict carries no reason and no fix.
-func ReferenceCalc(plat Platform, provider, client *pcie.Device) (mapType MapType, dist int, ok bool) {
+func referenceCalc(plat Platform, provider, client *pcie.Device) (mapType MapType, dist int, ok bool) {
 	if k := plat.Kernel; !k.IsZero() && k.Compare(kernelCPURule) < 0 {
 		return Unknown, 0, false
 	}
