@@ -14,6 +14,8 @@ type acsScan struct {
 	bridges        map[pcie.Address]*redirected // bridge → the pairs it redirects
 	redirectBlocks []Capability                 // what the redirected pairs need
 	unknown        int                          // pairs whose ACS state was not read
+	nvlink         int                          // GPU pairs over NVLink, whose path ACS does not act on
+	nvlinkBridges  map[pcie.Address]bool        // bridges that redirect only such pairs' PCIe path
 	unknownBlocks  []Capability                 // what those pairs need
 	lines          pairLines                    // the unknown pairs, as subjects
 
@@ -29,8 +31,21 @@ type redirected struct {
 }
 
 // count judges the pairs of two classes, whose verdicts are alike, for
-// checkACSPath; v is the verdict of their first pair.
-func (s *acsScan) count(cp classPair, v *p2pdma.Verdict) {
+// checkACSPath; v is the verdict of their first pair, nvlink whether they are
+// GPUs that talk over NVLink (one pair then: such GPUs are classes of their own).
+func (s *acsScan) count(cp classPair, v *p2pdma.Verdict, nvlink bool) {
+	if nvlink {
+		s.nvlink += cp.n
+		if v.Fix != nil {
+			if s.nvlinkBridges == nil {
+				s.nvlinkBridges = map[pcie.Address]bool{}
+			}
+			for _, a := range v.Fix.Bridges {
+				s.nvlinkBridges[a] = true
+			}
+		}
+		return
+	}
 	if v.Fix != nil {
 		for _, a := range v.Fix.Bridges {
 			b := s.bridges[a]
@@ -44,7 +59,7 @@ func (s *acsScan) count(cp classPair, v *p2pdma.Verdict) {
 		}
 		s.redirectFirst = firstOf(s.redirectFirst, cp.first.blocks(), cp.first)
 	}
-	if s.makes(v) {
+	if s.makes(v, false) {
 		s.unknown += cp.n
 		s.lines.count("", true, cp.n)
 		s.unknownFirst = firstOf(s.unknownFirst, cp.first.blocks(), cp.first)
@@ -63,14 +78,14 @@ func firstOf(m map[Capability]pair, c Capability, p pair) map[Capability]pair {
 }
 
 // makes reports whether a pair of verdict v makes a subject: ACS not read on a
-// path the kernel does not redirect otherwise.
-func (s *acsScan) makes(v *p2pdma.Verdict) bool {
-	return len(v.ACSRedirect) == 0 && v.HasUnknown(p2pdma.ACSUnread)
+// path the kernel does not redirect otherwise, of a pair not over NVLink.
+func (s *acsScan) makes(v *p2pdma.Verdict, nvlink bool) bool {
+	return !nvlink && len(v.ACSRedirect) == 0 && v.HasUnknown(p2pdma.ACSUnread)
 }
 
 // add lists one pair for checkACSPath, counted already.
-func (s *acsScan) add(p pair, v *p2pdma.Verdict) {
-	if s.makes(v) {
+func (s *acsScan) add(p pair, v *p2pdma.Verdict, nvlink bool) {
+	if s.makes(v, nvlink) {
 		s.lines.subject(p)
 	}
 }
@@ -110,6 +125,13 @@ func inPairOrder(m map[Capability]pair) []Capability {
 // passed. A failure blocks what the redirected pairs need: p2p for GPU pairs,
 // gdr for GPU-NIC pairs, nvme-p2p for pairs with NVMe or p2pmem.
 //
+// ACS acts on PCIe TLPs only (PCIe Base Specification, Access Control Services):
+// GPU pairs that talk over NVLink or NVSwitch, as NVML tells (see nvlinkPair), do
+// not cross the bridges, so their redirect blocks nothing; iommu_mode judges them
+// alike. On an HGX/DGX with NVML facts only the GPU-NIC and NVMe pairs remain.
+// Without NVML whether a GPU pair uses NVLink is unknown and its PCIe path is
+// judged: that is the path it uses without NVLink.
+//
 // In a virtual machine the guest's bridges are virtual: their ACS bits do not
 // route the physical traffic, so the check does not apply and offers no setpci;
 // NCCL's troubleshooting guide says a VM needs ACS enabled on the host and ATS
@@ -119,7 +141,7 @@ func inPairOrder(m map[Capability]pair) []Capability {
 // `p2pcheck fix` finds it) redirect between peers is the isolation the VMs need:
 // the check does not apply there, and virt_host judges the translated path.
 func checkACSPath(f *Facts) Result {
-	r := Result{Refs: []string{docRef("acs_path"), refP2PDMA, refACSRedi, refConfigACS, refNCCLVM}}
+	r := Result{Refs: []string{docRef("acs_path"), refP2PDMA, refACSRedi, refConfigACS, refNCCLVM, refNVAIEAppendix}}
 	sc := f.scan()
 	if sc.n == 0 {
 		r.Status, r.Summary = Skip, noPairs
@@ -136,7 +158,7 @@ func checkACSPath(f *Facts) Result {
 	addrs := sortedKeys(bridges)
 	if f.Hypervisor() {
 		r.Status = Skip
-		r.Summary = "virtual machine: the guest's bridges are virtual and their ACS does not route physical P2P; NCCL's troubleshooting guide says VMs need ACS enabled on the host and ATS on the NICs"
+		r.Summary = "virtual machine: the guest's bridges are virtual and their ACS does not route physical P2P; NCCL's troubleshooting guide says VMs need ACS enabled on the host and ATS on the NICs (" + atsSteps + ")"
 		if len(addrs) > 0 {
 			r.Observed = fmt.Sprintf("ACS redirect set on %d guest bridge(s): %s", len(addrs), addrList(addrs))
 		}
@@ -178,6 +200,14 @@ func checkACSPath(f *Facts) Result {
 		r.Status = Pass
 		r.Summary = fmt.Sprintf("no ACS redirect between the %d peer pair(s)", sc.n)
 		r.Observed = "ACS redirect clear on every shared path"
+		if len(s.nvlinkBridges) > 0 {
+			r.Summary = fmt.Sprintf("no ACS redirect between the %d peer pair(s) that use PCIe", sc.n-s.nvlink)
+			r.Observed = "ACS redirect only on the PCIe paths of GPU pairs that talk over NVLink: " + addrList(sortedKeys(s.nvlinkBridges))
+		}
+	}
+	if s.nvlink > 0 {
+		r.Findings = append(r.Findings, Finding{Subject: "NVLink GPU pairs", Status: Pass,
+			Message: fmt.Sprintf("%d GPU pair(s) talk over NVLink/NVSwitch (NVML): ACS acts on PCIe TLPs only, so their PCIe path is not judged", s.nvlink)})
 	}
 	if dd := f.dataDirect(); len(dd) > 0 {
 		r.Refs = append(r.Refs, refDataDirect)

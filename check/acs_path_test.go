@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/node"
+	"github.com/p2pkit/p2pkit/pcie"
 )
 
 // TestDGXACS: ACS on the PEX downstream ports fails acs_path, naming those
@@ -59,5 +61,54 @@ func TestACSBlocks(t *testing.T) {
 	r := result(t, report(t, "dgx-h100"), "acs_path")
 	if want := []check.Capability{check.CapP2P, check.CapGDR, check.CapNVMeP2P}; !slices.Equal(r.Blocks, want) {
 		t.Errorf("acs_path blocks %v, want %v", r.Blocks, want)
+	}
+}
+
+// TestACSNVLink: on the DGX with NVML's NVLink facts (every GPU on NVSwitch) no
+// GPU pair is failed by acs_path, since ACS acts on PCIe TLPs only; the GPU-NIC
+// (gdr) and NVMe pairs still are. Without the NICs and NVMe nothing is left to fail.
+func TestACSNVLink(t *testing.T) {
+	gpus := func(n *node.Node) []pcie.Address {
+		var out []pcie.Address
+		for _, d := range n.Topology.Devices {
+			if d.IsGPU() {
+				out = append(out, d.Address)
+			}
+		}
+		return out
+	}
+	n := loadMachine(t, "dgx-h100")
+	n.GPU = nvlinkFacts(gpus(n), true)
+	r := run1(t, check.NewFacts(n, check.Inputs{}), "acs_path")
+	if r.Status != check.Fail || slices.Contains(r.Blocks, check.CapP2P) || !slices.Contains(r.Blocks, check.CapGDR) {
+		t.Errorf("acs_path with NVLink = %s blocking %v, want a fail that blocks gdr, not p2p", r.Status, r.Blocks)
+	}
+	isGPU := map[string]bool{}
+	for _, a := range gpus(n) {
+		isGPU[a.String()] = true
+	}
+	for _, f := range r.Findings {
+		_, eg, found := strings.Cut(f.Message, "e.g. ")
+		if !found {
+			continue
+		}
+		first, _, _ := strings.Cut(eg, ";")
+		if a, b, ok := strings.Cut(first, "<->"); ok && isGPU[a] && isGPU[b] {
+			t.Errorf("finding %s names a GPU pair as what the bridge redirects: %s", f.Subject, f.Message)
+		}
+	}
+	if !slices.ContainsFunc(r.Findings, func(f check.Finding) bool {
+		return f.Status == check.Pass && strings.Contains(f.Message, "ACS acts on PCIe TLPs only")
+	}) {
+		t.Errorf("no finding says why the NVLink pairs are not judged: %+v", r.Findings)
+	}
+
+	n = loadMachine(t, "dgx-h100")
+	n.GPU = nvlinkFacts(gpus(n), true)
+	withoutNICs(n)
+	n.Topology.Devices = slices.DeleteFunc(n.Topology.Devices, (*pcie.Device).IsNVMe)
+	r = run1(t, check.NewFacts(n, check.Inputs{}), "acs_path")
+	if r.Status != check.Pass || !strings.Contains(r.Observed, "only on the PCIe paths of GPU pairs that talk over NVLink") {
+		t.Errorf("acs_path, NVLink GPUs only = %s %q %q, want a pass that says the redirect is on NVLink pairs' PCIe paths", r.Status, r.Summary, r.Observed)
 	}
 }

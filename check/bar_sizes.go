@@ -46,93 +46,145 @@ func checkBARSizes(f *Facts) Result {
 			continue
 		}
 		r.Evidence = append(r.Evidence, Evidence{Source: "/sys/bus/pci/devices/" + s + "/resource line " + fmt.Sprint(bar.Index), Value: fmt.Sprintf("0x%016x 0x%016x 0x%016x", bar.Start, bar.End, bar.Flags)})
-		size := bar.Size()
-		desc := bytesize.Format(size)
-		var msgs []string
-		st := Pass
-		ng := f.nvmlGPU(g.Address)
-		var fb *uint64 // framebuffer size, nil when unknown
-		if ng != nil {
-			fb = ng.MemoryTotal
-		}
-		if g.Config == nil || !g.Config.ExtCapsKnown {
+		j := f.judgeBAR1(&r, g, bar)
+		if j.rebarUnknown {
 			rebarUnknown++
-		} else {
-			for _, rb := range g.Config.ReBAR {
-				if rb.BAR != bar.Index || len(rb.Supported) == 0 {
-					continue
-				}
-				maxSize := rb.Supported[len(rb.Supported)-1]
-				desc += fmt.Sprintf(" (ReBAR current %s, max %s)", bytesize.Format(rb.Current), bytesize.Format(maxSize))
-				if rb.Current >= maxSize {
-					continue
-				}
-				if fb != nil && rb.Current >= *fb {
-					desc += ", covers the framebuffer"
-					continue
-				}
-				st = worse(st, Warn)
-				m := fmt.Sprintf("Resizable BAR allows %s but BAR1 is %s", bytesize.Format(maxSize), bytesize.Format(rb.Current))
-				if fb == nil {
-					m += "; whether it already covers the framebuffer is unknown without NVML's memory size"
-				}
-				msgs = append(msgs, m)
-				r.Remediation = appendNew(r.Remediation, "enable Resizable BAR and Above 4G Decoding in the BIOS, or resize at run time with the driver unbound: "+resizeCommand(g.Address, bar.Index, maxSize))
-			}
 		}
-		if ng != nil {
-			if ng.BAR1Total != nil && ng.BAR1Used != nil {
-				desc += fmt.Sprintf(", NVML used %s of %s", bytesize.Format(*ng.BAR1Used), bytesize.Format(*ng.BAR1Total))
-				r.Evidence = append(r.Evidence, Evidence{Source: "nvmlDeviceGetBAR1MemoryInfo(" + s + ")", Value: fmt.Sprintf("total=%d used=%d", *ng.BAR1Total, *ng.BAR1Used)})
-				if *ng.BAR1Total > 0 && *ng.BAR1Used*10 >= *ng.BAR1Total*9 {
-					st = worse(st, Warn)
-					msgs = append(msgs, "BAR1 is at least 90% used: new GPUDirect and GDRCopy mappings will fail")
-				}
-			}
-			if fb != nil && size < *fb {
-				st = worse(st, Warn)
-				msgs = append(msgs, fmt.Sprintf("BAR1 %s is smaller than the %s framebuffer: peers and NICs see only part of it", bytesize.Format(size), bytesize.Format(*fb)))
-			}
-		} else if size <= 256<<20 {
-			st = worse(st, Warn)
-			msgs = append(msgs, "BAR1 of 256 MiB or less limits GPUDirect RDMA registrations and GDRCopy mappings")
-		}
-		sizes = append(sizes, s+" "+desc)
-		if st != Pass {
-			r.Status = worse(r.Status, st)
+		sizes = append(sizes, s+" "+j.desc)
+		if j.status != Pass {
+			r.Status = worse(r.Status, j.status)
 			r.Subjects = append(r.Subjects, s)
-			r.Findings = append(r.Findings, Finding{Subject: s, Status: st, Message: strings.Join(msgs, "; ")})
+			r.Findings = append(r.Findings, Finding{Subject: s, Status: j.status, Message: strings.Join(j.msgs, "; ")})
 		}
 	}
 	if len(sizes) > 0 {
 		r.Observed = "BAR1 " + strings.Join(sizes, "; ")
 	}
+	summarizeBARs(&r, len(gpus), unknown, rebarUnknown)
+	return r
+}
+
+// Thresholds of the BAR1 warnings.
+const (
+	// smallBAR1 is the BAR1 size at or below which, without NVML's framebuffer
+	// size, BAR1 limits GPUDirect RDMA and GDRCopy: 256 MiB is the legacy BAR1
+	// of GPUs without Resizable BAR, a small fraction of any data-center GPU's
+	// memory (NVIDIA's GPUDirect RDMA guide, "Displaying GPU BAR space").
+	smallBAR1 = 256 << 20
+	// bar1FullPercent is the share of BAR1 in use at which new GPUDirect and
+	// GDRCopy mappings are about to fail (nvmlDeviceGetBAR1MemoryInfo).
+	bar1FullPercent = 90
+)
+
+// bar1Judgement is what judgeBAR1 makes of one GPU's assigned BAR1.
+type bar1Judgement struct {
+	desc         string   // its size and what ReBAR and NVML add
+	status       Status   // Pass or Warn
+	msgs         []string // why it warns
+	rebarUnknown bool     // the extended capabilities were not read
+}
+
+// judgeBAR1 judges the assigned BAR1 bar of GPU g against Resizable BAR and
+// NVML's framebuffer and BAR1 use, adding remediation and evidence to r.
+func (f *Facts) judgeBAR1(r *Result, g *pcie.Device, bar pcie.Resource) bar1Judgement {
+	size := bar.Size()
+	j := bar1Judgement{desc: bytesize.Format(size), status: Pass}
+	ng := f.nvmlGPU(g.Address)
+	var fb *uint64 // framebuffer size, nil when unknown
+	if ng != nil {
+		fb = ng.MemoryTotal
+	}
+	if g.Config == nil || !g.Config.ExtCapsKnown {
+		j.rebarUnknown = true
+	} else {
+		judgeReBAR(r, g, bar, fb, &j)
+	}
+	if ng == nil {
+		if size <= smallBAR1 {
+			j.status = worse(j.status, Warn)
+			j.msgs = append(j.msgs, "BAR1 of 256 MiB or less limits GPUDirect RDMA registrations and GDRCopy mappings")
+		}
+		return j
+	}
+	s := g.Address.String()
+	if ng.BAR1Total != nil && ng.BAR1Used != nil {
+		j.desc += fmt.Sprintf(", NVML used %s of %s", bytesize.Format(*ng.BAR1Used), bytesize.Format(*ng.BAR1Total))
+		r.Evidence = append(r.Evidence, Evidence{Source: "nvmlDeviceGetBAR1MemoryInfo(" + s + ")", Value: fmt.Sprintf("total=%d used=%d", *ng.BAR1Total, *ng.BAR1Used)})
+		if *ng.BAR1Total > 0 && *ng.BAR1Used*100 >= *ng.BAR1Total*bar1FullPercent {
+			j.status = worse(j.status, Warn)
+			j.msgs = append(j.msgs, "BAR1 is at least 90% used: new GPUDirect and GDRCopy mappings will fail")
+		}
+	}
+	if fb != nil && size < *fb {
+		j.status = worse(j.status, Warn)
+		j.msgs = append(j.msgs, fmt.Sprintf("BAR1 %s is smaller than the %s framebuffer: peers and NICs see only part of it", bytesize.Format(size), bytesize.Format(*fb)))
+	}
+	return j
+}
+
+// judgeReBAR judges the Resizable BAR capability of BAR1 bar of GPU g, whose
+// framebuffer is fb (nil when unknown), into j, adding the fixes to r: the
+// simplest is the NVIDIA driver's own resize at load (nv-reg.h
+// EnableResizableBar: the driver resizes BAR1 to the framebuffer size, or the
+// next largest size available), then the BIOS, then a resize at run time.
+func judgeReBAR(r *Result, g *pcie.Device, bar pcie.Resource, fb *uint64, j *bar1Judgement) {
+	for _, rb := range g.Config.ReBAR {
+		if rb.BAR != bar.Index || len(rb.Supported) == 0 {
+			continue
+		}
+		maxSize := rb.Supported[len(rb.Supported)-1]
+		j.desc += fmt.Sprintf(" (ReBAR current %s, max %s)", bytesize.Format(rb.Current), bytesize.Format(maxSize))
+		if rb.Current >= maxSize {
+			continue
+		}
+		if fb != nil && rb.Current >= *fb {
+			j.desc += ", covers the framebuffer"
+			continue
+		}
+		j.status = worse(j.status, Warn)
+		m := fmt.Sprintf("Resizable BAR allows %s but BAR1 is %s", bytesize.Format(maxSize), bytesize.Format(rb.Current))
+		if fb == nil {
+			m += "; whether it already covers the framebuffer is unknown without NVML's memory size"
+		}
+		j.msgs = append(j.msgs, m)
+		r.Remediation = appendNew(r.Remediation, reBARDriverFix,
+			"or enable Resizable BAR and Above 4G Decoding in the BIOS, or resize at run time with the driver unbound: "+resizeCommand(g.Address, bar.Index, maxSize))
+	}
+}
+
+// reBARDriverFix is the simplest way to a larger BAR1: the NVIDIA driver resizes
+// it at load (open-gpu-kernel-modules kernel-open/nvidia/nv-reg.h, EnableResizableBar).
+const reBARDriverFix = "options nvidia NVreg_EnableResizableBar=1 (in /etc/modprobe.d, then reload the driver or reboot): " +
+	"the NVIDIA driver resizes BAR1 to the framebuffer size, or the largest size the platform allows, at load (nv-reg.h EnableResizableBar)"
+
+// summarizeBARs sets r's status, blocks and summary from what checkBARSizes found
+// on its n GPUs: the unknown ones and how many had Resizable BAR unread.
+func summarizeBARs(r *Result, n int, unknown []string, rebarUnknown int) {
 	if r.Status == Fail || len(unknown) > 0 {
 		r.addBlocks(CapP2P, CapGDR, CapGDRCopy)
 	}
 	switch {
 	case r.Status == Fail:
-		r.Summary = fmt.Sprintf("BAR1 problem on %d of %d GPU(s)", len(r.Subjects), len(gpus))
+		r.Summary = fmt.Sprintf("BAR1 problem on %d of %d GPU(s)", len(r.Subjects), n)
 		if len(unknown) > 0 {
 			r.Summary += fmt.Sprintf("; %d more unknown", len(unknown))
 		}
 	case len(unknown) > 0:
 		r.Status = Unknown
-		r.Summary = fmt.Sprintf("BAR1 of %d of %d GPU(s) could not be read", len(unknown), len(gpus))
-		if n := len(r.Subjects); n > 0 {
-			r.Summary += fmt.Sprintf("; a problem on %d more", n)
+		r.Summary = fmt.Sprintf("BAR1 of %d of %d GPU(s) could not be read", len(unknown), n)
+		if k := len(r.Subjects); k > 0 {
+			r.Summary += fmt.Sprintf("; a problem on %d more", k)
 		}
 		r.Subjects = append(r.Subjects, unknown...)
 		r.Remediation = append([]string{"read /sys/bus/pci/devices/<bdf>/resource of " + strings.Join(unknown, ", ") + " (world-readable; lines that did not parse are named in the warnings)"}, r.Remediation...)
 	case r.Status == Pass:
-		r.Summary = fmt.Sprintf("BAR1 of %d GPU(s) assigned", len(gpus))
+		r.Summary = fmt.Sprintf("BAR1 of %d GPU(s) assigned", n)
 		if rebarUnknown > 0 {
 			r.Summary += "; Resizable BAR unknown without root"
 		}
 	default:
-		r.Summary = fmt.Sprintf("BAR1 problem on %d of %d GPU(s)", len(r.Subjects), len(gpus))
+		r.Summary = fmt.Sprintf("BAR1 problem on %d of %d GPU(s)", len(r.Subjects), n)
 	}
-	return r
 }
 
 // bar1Unread says why g's BAR1 is unknown, or "" when it is known: the resource

@@ -76,6 +76,11 @@ func TestResizeNamesTheBARIndex(t *testing.T) {
 	if r.Status != check.Warn || !strings.Contains(strings.Join(r.Remediation, " "), want) {
 		t.Errorf("bar_sizes = %s %q, want a warning with %q", r.Status, r.Remediation, want)
 	}
+	// The simplest fix comes first: the NVIDIA driver resizes BAR1 at load
+	// (nv-reg.h EnableResizableBar; issue #23 item 16).
+	if len(r.Remediation) == 0 || !strings.HasPrefix(r.Remediation[0], "options nvidia NVreg_EnableResizableBar=1") {
+		t.Errorf("bar_sizes' first fix = %q, want options nvidia NVreg_EnableResizableBar=1", r.Remediation)
+	}
 	// With NVML saying the framebuffer is 64 GiB, BAR1 covers it: no warning.
 	fb, total, used := uint64(64<<30), uint64(64<<30), uint64(1<<20)
 	small.GPU = &gpu.Facts{GPUs: []gpu.GPU{{Index: 0, Address: &g0, MemoryTotal: &fb, BAR1Total: &total, BAR1Used: &used}}}

@@ -103,6 +103,10 @@ type Result struct {
 	// Blocks are the capabilities a Fail or Unknown stands in the way of; empty
 	// means the result concerns every capability.
 	Blocks []Capability `json:"blocks,omitempty"`
+	// PerformanceOnly marks a check that decides how fast a capability is, not
+	// whether it works (NUMA placement, the GPU-NIC path class): its Unknown
+	// concerns no capability and never counts against the node.
+	PerformanceOnly bool `json:"performance_only,omitempty"`
 	// Refs are the sources behind the check: its page under docs/checks,
 	// kernel files, NVIDIA documents, issues.
 	Refs []string `json:"refs,omitempty"`
@@ -148,7 +152,9 @@ var catalogue = []Spec{
 	{"aer_errors", "PCIe Advanced Error Reporting", checkAER},
 	{"numa_node", "NUMA affinity of GPUs and NICs", checkNUMANode},
 	{"gpu_nic_affinity", "GPU to NIC path class for GPUDirect RDMA", checkGPUNICAffinity},
+	{"pcie_relaxed_ordering", "PCIe Relaxed Ordering on GPUDirect RDMA paths", checkRelaxedOrdering},
 	{"nvidia_driver", "NVIDIA kernel driver version and flavour", checkNVIDIADriver},
+	{"nvidia_registry", "NVIDIA driver registry overrides that change P2P", checkNVIDIARegistry},
 	{"nvml_p2p_status", "NVIDIA driver P2P status between GPUs", checkNVMLP2P},
 	{"kernel_p2pdma", "kernel P2PDMA support and p2pmem providers", checkKernelP2PDMA},
 	{"gpudirect_rdma", "GPUDirect RDMA path: nvidia-peermem or DMA-BUF", checkGPUDirectRDMA},

@@ -100,8 +100,8 @@ func checkGPUNICAffinity(f *Facts) Result {
 	r.Expected = "PIX or PXB to at least one NIC per GPU (P2C on Grace with NCCL 2.27+, or a NIC reached by PXN)"
 	switch {
 	case len(unknown) > 0:
-		r.Status = Unknown
-		r.addBlocks(CapGDR)
+		// Placement decides how fast GPUDirect RDMA is, not whether it works.
+		r.Status, r.PerformanceOnly = Unknown, true
 		r.Summary = fmt.Sprintf("the path class from %d GPU(s) to their NICs could not be determined", len(unknown))
 		r.Subjects = append(r.Subjects, unknown...)
 		r.Remediation = []string{f.seeConfig("the PCI Express port types that place switches")}
@@ -110,7 +110,10 @@ func checkGPUNICAffinity(f *Facts) Result {
 		r.Subjects = nil
 	default:
 		r.Summary = fmt.Sprintf("%d GPU(s) have no NIC within NCCL's default GPUDirect RDMA reach: RDMA staged through host memory", len(r.Subjects))
-		r.Remediation = []string{"place a NIC under the same PCIe switch as each GPU, or accept host-staged RDMA; NCCL_NET_GDR_LEVEL=PHB (or SYS) forces GPUDirect RDMA at a bandwidth cost"}
+		r.Remediation = []string{"place a NIC under the same PCIe switch as each GPU, or accept host-staged RDMA; " +
+			"NCCL_NET_GDR_LEVEL=PHB (or SYS) raises the distance up to which NCCL uses GPUDirect RDMA, at a bandwidth cost: " +
+			"it stays off where the NIC or GPU does not support it (gpudirect_rdma); NCCL's default cut-off is P2C " +
+			"(NCCL_NET_GDR_C2C=1), the same as PXB where no path is P2C (NVIDIA/nccl src/graph/paths.cc ncclTopoCheckGdr)"}
 	}
 	if f.Hypervisor() {
 		r.Summary += " (virtual topology)"

@@ -121,10 +121,13 @@ func (f *Facts) dmabuf() dmabufVerdict {
 	} else {
 		add("kernel and driver", Fail, why)
 	}
-	switch kc := p.KernelConfig; {
-	case kc.Source == "" || kc.Options["CONFIG_DMA_SHARED_BUFFER"] == "":
+	// One reading of the configuration (procfs.KernelConfig.Value): an option a
+	// found configuration leaves out is not set, as Kconfig leaves it out
+	// (procfs.KernelConfig.Value, through node).
+	switch p.KernelConfig.Value("CONFIG_DMA_SHARED_BUFFER") {
+	case node.ConfigUnknown:
 		add("CONFIG_DMA_SHARED_BUFFER", Unknown, "whether the kernel has CONFIG_DMA_SHARED_BUFFER is unknown")
-	case kc.Options["CONFIG_DMA_SHARED_BUFFER"] == "n":
+	case node.ConfigNo:
 		add("CONFIG_DMA_SHARED_BUFFER", Fail, "the kernel is built without CONFIG_DMA_SHARED_BUFFER")
 	}
 	for _, g := range f.NVIDIAGPUs() {

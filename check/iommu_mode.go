@@ -21,8 +21,9 @@ var iommuOptions = []string{"iommu", "intel_iommu", "amd_iommu", "iommu.passthro
 //
 // Translation (DMA, DMA-FQ) matters per path, not per node:
 //   - GPU pairs over NVLink (HGX, NVL, GH200) never cross the IOMMU;
-//   - GPU pairs over PCIe: NVIDIA's P2P over a translating IOMMU on bare metal is
-//     unsupported (wrong data or hangs), so it blocks p2p;
+//   - GPU pairs over PCIe: NVIDIA documents P2P over a translating IOMMU on
+//     bare-metal Linux as not supported (CUDA C++ Programming Guide, peer-to-peer
+//     memory access), so it blocks p2p;
 //   - GPU-NIC pairs (GPUDirect RDMA): nvidia-peermem needs 1:1 addresses, "they
 //     must be disabled or configured for pass-through" (NVIDIA's GPUDirect RDMA
 //     guide, "IOMMUs"), while DMA-BUF imports map the peer through the IOMMU
@@ -88,7 +89,8 @@ func checkIOMMU(f *Facts) Result {
 	r.Expected = "identity (passthrough) or no IOMMU where a peer path needs it"
 	passthrough := slices.Contains(opts, "iommu=pt") || slices.ContainsFunc(opts, func(o string) bool {
 		v, ok := strings.CutPrefix(o, "iommu.passthrough=")
-		return ok && kernelBool(v)
+		on, valid := kernelBool(v)
+		return ok && valid && on
 	})
 	switch {
 	case len(translated) > 0:
@@ -108,14 +110,30 @@ func checkIOMMU(f *Facts) Result {
 	return r
 }
 
-// kernelBool reports a true value as the kernel's kstrtobool reads it (lib/kstrtox.c):
-// 1, y, Y, on.
-func kernelBool(v string) bool {
-	switch strings.ToLower(v) {
-	case "1", "y", "yes", "on":
-		return true
+// kernelBool reads v as the kernel's kstrtobool (lib/kstrtox.c) does: only the
+// first character counts, 'Y', 'y', 'T', 't' and '1' are true, 'N', 'n', 'F',
+// 'f' and '0' false, and "on"/"off" (any case) by their second character; ok is
+// false for anything else, which the kernel rejects (-EINVAL) and so ignores.
+func kernelBool(v string) (val, ok bool) {
+	if v == "" {
+		return false, false
 	}
-	return false
+	switch v[0] {
+	case 'y', 'Y', 't', 'T', '1':
+		return true, true
+	case 'n', 'N', 'f', 'F', '0':
+		return false, true
+	case 'o', 'O':
+		if len(v) > 1 {
+			switch v[1] {
+			case 'n', 'N':
+				return true, true
+			case 'f', 'F':
+				return false, true
+			}
+		}
+	}
+	return false, false
 }
 
 // judgeTranslation fills r for an IOMMU that translates DMA for the devices in
@@ -140,6 +158,7 @@ func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
 	}, f.roles)
 	judge := func(p pair) translationJudgement { return f.judgeTranslated(p, translated, dmabuf) }
 	unknown := false
+	var see []string // how to see the facts the unknown pairs lack, as they come
 	affected, onPath := 0, 0
 	firsts := map[Capability]pair{}
 	var lines pairLines
@@ -150,6 +169,9 @@ func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
 		}
 		onPath += cp.n
 		unknown = unknown || j.unknown
+		if j.see != "" {
+			see = appendNew(see, j.see)
+		}
 		if j.block != "" {
 			affected += cp.n
 			firsts = firstOf(firsts, j.block, cp.first)
@@ -200,11 +222,25 @@ func (f *Facts) judgeTranslation(r *Result, translated map[pcie.Address]bool) {
 		return
 	}
 	r.Subjects = append(r.Subjects, lines.subjects...)
+	if r.Status == Unknown {
+		// The verdict is unknown: say how to see the fact before changing the
+		// boot parameters for it.
+		r.Remediation = append(see, "if they do need it (GPU pairs over PCIe, GPUDirect RDMA through nvidia-peermem): "+
+			passthroughParam(f)+", then reboot",
+			identityFix)
+		return
+	}
 	r.Remediation = []string{
 		passthroughParam(f) + ", then reboot",
-		"or, per IOMMU group on Linux 5.11+ with the device's driver unbound: echo identity > /sys/kernel/iommu_groups/<group>/type",
+		identityFix,
 	}
 }
+
+// identityFix makes one IOMMU group identity at run time; the sysfs ABI allows it
+// only for a group of one device bound to no driver
+// (Documentation/ABI/testing/sysfs-kernel-iommu_groups, since Linux 5.11).
+const identityFix = "or, per IOMMU group (Linux 5.11 and later), where the group holds that one device and its driver is unbound " +
+	"(Documentation/ABI/testing/sysfs-kernel-iommu_groups): echo identity > /sys/kernel/iommu_groups/<group>/type"
 
 // passthroughParam is the boot parameter that makes the default domains identity
 // on this machine (Documentation/admin-guide/kernel-parameters.txt): iommu=pt is
@@ -230,8 +266,16 @@ type translationJudgement struct {
 	msg     []string
 	subject bool
 	unknown bool
+	see     string     // for an unknown: how to see the fact it lacks
 	block   Capability // what the translation breaks, "" when nothing
 }
+
+// How to see the facts a translated pair's judgement may lack.
+const (
+	seeNVLink = "see which GPU pairs talk over NVLink first: run p2pcheck where NVML answers (on the machine, " +
+		"or --snapshot of a snapshot taken there with the driver loaded); nvidia-smi topo -m shows NV# between them"
+	seeDMABuf = "see whether GPUDirect RDMA can use DMA-BUF first (gpudirect_rdma): NCCL_DEBUG=INFO prints \"DMA-BUF is available\" per HCA"
+)
 
 // judgeTranslated judges one pair behind a translating IOMMU.
 func (f *Facts) judgeTranslated(pr pair, translated map[pcie.Address]bool, dmabuf dmabufVerdict) translationJudgement {
@@ -244,13 +288,13 @@ func (f *Facts) judgeTranslated(pr pair, translated map[pcie.Address]bool, dmabu
 	case gpuA && gpuB:
 		switch f.nvlinkPair(pr.a.Address, pr.b.Address) {
 		case nvlinkUnknown:
-			j.status, j.subject, j.unknown = Unknown, true, true
+			j.status, j.subject, j.unknown, j.see = Unknown, true, true, seeNVLink
 			j.msg = []string{"GPU pair behind a translating IOMMU: without NVML it is unknown whether it talks over NVLink (unaffected) or PCIe (unsupported)"}
 		case nvlinkYes:
 			j.msg = []string{"GPU pair talks over NVLink: the IOMMU is not on its path"}
 		default:
 			j.status, j.subject, j.block = Fail, true, CapP2P
-			j.msg = []string{"GPU pair talks over PCIe through a translating IOMMU: unsupported on bare metal"}
+			j.msg = []string{"GPU pair talks over PCIe through a translating IOMMU: not supported on bare metal (CUDA programming guide)"}
 		}
 	case (gpuA && isRDMANIC(pr.b)) || (gpuB && isRDMANIC(pr.a)):
 		switch dmabuf.state {
@@ -260,7 +304,7 @@ func (f *Facts) judgeTranslated(pr pair, translated map[pcie.Address]bool, dmabu
 			j.status, j.subject, j.block = Fail, true, CapGDR
 			j.msg = []string{"GPUDirect RDMA through nvidia-peermem needs 1:1 addresses (", dmabuf.why, ")"}
 		default:
-			j.status, j.subject, j.unknown = Unknown, true, true
+			j.status, j.subject, j.unknown, j.see = Unknown, true, true, seeDMABuf
 			j.msg = []string{"GPUDirect RDMA: unaffected over DMA-BUF, broken through nvidia-peermem; whether DMA-BUF is possible is unknown (", dmabuf.why, ")"}
 		}
 	default:

@@ -30,7 +30,7 @@ func TestIOMMURules(t *testing.T) {
 		want    verdict
 	}{
 		{"no NVML: NVLink unknown", "amd-epyc", func(*node.Node) {},
-			verdict{check.Unknown, []check.Capability{check.CapP2P, check.CapGDR}, "whether their peer paths need passthrough is unknown", "iommu=pt"}},
+			verdict{check.Unknown, []check.Capability{check.CapP2P, check.CapGDR}, "whether their peer paths need passthrough is unknown", "see which GPU pairs talk over NVLink first"}},
 		// AMD: iommu=pt; amd_iommu= has no "on" (kernel-parameters.txt).
 		{"AMD PCIe pairs", "amd-epyc", func(n *node.Node) { n.GPU = nvlinkFacts(gpusOf(n), false) },
 			verdict{check.Fail, p2p, "need passthrough", "amd_iommu= has no on value"}},
@@ -75,7 +75,7 @@ func TestIOMMURules(t *testing.T) {
 		}, verdict{check.Warn, nil, "guest IOMMU translates DMA", "iommu=pt"}},
 		// Grace: arm64 has no iommu=; the C2C NIC pair is fine over DMA-BUF.
 		{"Grace", "grace-gh200", func(*node.Node) {},
-			verdict{check.Unknown, []check.Capability{check.CapP2P, check.CapGDR}, "is unknown", "iommu.passthrough=1"}},
+			verdict{check.Unknown, []check.Capability{check.CapP2P, check.CapGDR}, "is unknown", "see whether GPUDirect RDMA can use DMA-BUF first"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := loadMachine(t, tt.machine)

@@ -15,6 +15,10 @@ var (
 	ncclOldLevels = []string{"LOC", "PIX", "PXB", "PHB", "SYS"}
 )
 
+// ncclIgnored is what a level value NCCL does not read means: the names it
+// takes are every path type of topoPathTypeStr, or a legacy number.
+var ncclIgnored = "NCCL ignores this value (level names are upper case: " + strings.Join(ncclLevels, ", ") + "; or a legacy number 0-4)"
+
 // ncclLevel reads a level variable as ncclGetLevel does (src/graph/paths.cc): an
 // exact, case-sensitive path type name, else a legacy number when the value
 // starts with a digit; ok is false for a value NCCL ignores.
@@ -90,7 +94,7 @@ var ncclRules = []struct {
 		l, ok := ncclLevel(v)
 		switch {
 		case !ok:
-			return Warn, nil, "NCCL ignores this value (level names are upper case: LOC, NVL, PIX, PXB, PHB, SYS)", true
+			return Warn, nil, ncclIgnored, true
 		case l == "LOC":
 			return Fail, []Capability{CapP2P}, "level LOC: P2P off between every pair, NVLink included", true
 		case l == "NVL" || l == "NVB" || l == "C2C":
@@ -106,7 +110,7 @@ var ncclRules = []struct {
 		l, ok := ncclLevel(v)
 		switch {
 		case !ok:
-			return Warn, nil, "NCCL ignores this value (level names are upper case: LOC, PIX, PXB, PHB, SYS)", true
+			return Warn, nil, ncclIgnored, true
 		case l == "LOC" || l == "NVL" || l == "NVB" || l == "C2C":
 			return Fail, []Capability{CapGDR}, "level " + l + ": no NIC is that close, GPUDirect RDMA is off", true
 		case l == "PIX":

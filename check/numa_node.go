@@ -57,8 +57,8 @@ func checkNUMANode(f *Facts) Result {
 		r.Expected = "numa_node >= 0 on every GPU and NIC"
 		r.Remediation = []string{"update the BIOS/ACPI tables (_PXM, SRAT) or enable NUMA (sub-NUMA clustering settings) in the BIOS; meanwhile pin with NVML CPU affinity"}
 	case len(absent) > 0:
-		r.Status = Unknown
-		r.addBlocks(CapGDR)
+		// Placement decides how fast GPUDirect RDMA is, not whether it works.
+		r.Status, r.PerformanceOnly = Unknown, true
 		r.Summary = fmt.Sprintf("numa_node could not be read for %d GPU(s)/NIC(s)", len(absent))
 		r.Subjects = absent
 		r.Remediation = []string{"read /sys/bus/pci/devices/<bdf>/numa_node of " + strings.Join(absent, ", ") + " (world-readable; absent from this capture)"}

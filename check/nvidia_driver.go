@@ -8,7 +8,8 @@ import "fmt"
 // (Turing and newer GPUs) export DMA-BUF, the GPUDirect RDMA path NVIDIA
 // recommends, on Linux 5.12+; the proprietary ones need nvidia-peermem, and a
 // gdrdrv built for the open flavour cannot load with them (NVIDIA/gdrcopy
-// README). NVIDIA GPUs without the driver fail.
+// README). NVIDIA GPUs without the driver fail p2p, gdr and gdrcopy, not
+// nvme-p2p: the kernel's P2PDMA does not use the NVIDIA driver.
 func checkNVIDIADriver(f *Facts) Result {
 	r := Result{Refs: []string{docRef("nvidia_driver"), urlOpenModules, urlGPUDirectRDMA, urlGDRCopy}}
 	gpus := f.NVIDIAGPUs()
@@ -18,7 +19,9 @@ func checkNVIDIADriver(f *Facts) Result {
 		return r
 	}
 	if drv == nil {
-		r.Status = Fail
+		// GPU P2P, GPUDirect RDMA and GDRCopy run through the NVIDIA driver; the
+		// kernel's P2PDMA (NVMe, p2pmem) does not use it.
+		r.Status, r.Blocks = Fail, []Capability{CapP2P, CapGDR, CapGDRCopy}
 		r.Summary = "NVIDIA GPUs present but the NVIDIA driver is not loaded"
 		r.Evidence = []Evidence{{Source: "/proc/driver/nvidia/version", Value: "absent"}}
 		r.Remediation = []string{"install and load the NVIDIA driver (modprobe nvidia); prefer the open kernel modules (nvidia-open) on Turing and newer GPUs"}

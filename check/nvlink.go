@@ -45,3 +45,8 @@ func linked(l *gpu.NVLink, typ string, to *pcie.Address) bool {
 		return p.RemoteType == typ && (to == nil || p.Remote != nil && *p.Remote == *to)
 	})
 }
+
+// overNVLink reports whether p is a GPU pair that NVML says talks over NVLink.
+func (f *Facts) overNVLink(p pair) bool {
+	return p.a.IsGPU() && p.b.IsGPU() && f.nvlinkPair(p.a.Address, p.b.Address) == nvlinkYes
+}

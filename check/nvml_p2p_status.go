@@ -13,10 +13,19 @@ import (
 // topology, DR regkey, NS) fails and blocks p2p; a pair NVML could not report on
 // is unknown. A driver "OK" does not prove copies are correct: see
 // p2p_data_integrity.
+//
+// In a virtual machine GPU P2P depends on the hypervisor (NCCL's troubleshooting
+// guide, virtual machines: ACS and ATS as the host sets them), so
+// the guest's PCIe tree proves nothing: with two or more NVIDIA GPUs and neither
+// NVML's P2P status nor a --probe that copied between them, whether P2P works
+// is unknown and blocks p2p.
 func checkNVMLP2P(f *Facts) Result {
 	r := Result{Refs: []string{docRef("nvml_p2p_status"), "nvmlDeviceGetP2PStatus", "NVIDIA/nccl src/graph/paths.cc ncclTopoCheckP2p"}}
 	if f.Node.GPU == nil {
 		r.Status, r.Summary = Skip, f.noNVML()
+		if f.Hypervisor() && len(f.NVIDIAGPUs()) >= 2 {
+			f.unconfirmedInVM(&r)
+		}
 		return r
 	}
 	if len(f.Node.GPU.GPUs) < 2 {
@@ -83,4 +92,35 @@ func p2pCode(s gpu.P2PStatus) string {
 		return w
 	}
 	return "U (unknown)"
+}
+
+// unconfirmedInVM makes r, which could not ask NVML, unknown in a VM with two or
+// more NVIDIA GPUs unless the probe copied data between a pair: there only the
+// driver or a copy can confirm P2P (see checkNVMLP2P).
+func (f *Facts) unconfirmedInVM(r *Result) {
+	if f.probeVerified() {
+		r.Summary += "; in this VM the probe confirmed P2P (p2p_data_integrity)"
+		return
+	}
+	r.Status, r.Blocks = Unknown, []Capability{CapP2P}
+	r.Summary = fmt.Sprintf("virtual machine with %d NVIDIA GPUs: P2P depends on the hypervisor and nothing confirmed it (%s; --probe not run)", len(f.NVIDIAGPUs()), f.noNVML())
+	r.Remediation = []string{
+		"run p2pcheck inside the VM with the NVIDIA driver loaded so that NVML reports P2P status (nvidia-smi topo -p2p rw shows the same), or take the snapshot there (p2pcheck snapshot records it)",
+		"or run p2pcheck --probe to copy data between the GPUs",
+		"where the driver refuses P2P in the VM, the host decides: ACS as the hypervisor needs it and " + atsSteps,
+	}
+	r.Refs = append(r.Refs, refNCCLVM, refNVAIEAppendix)
+}
+
+// probeVerified reports whether --probe copied data intact between a GPU pair.
+func (f *Facts) probeVerified() bool {
+	if f.Probe == nil || f.Probe.Hung != "" {
+		return false
+	}
+	for _, p := range f.Probe.Pairs {
+		if p.Err == "" && p.PeerAccess && p.Verified && p.HostVerified {
+			return true
+		}
+	}
+	return false
 }

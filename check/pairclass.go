@@ -10,7 +10,8 @@ import (
 // iommu_mode) would do work quadratic in the devices of interest: a node of 8,000
 // GPUs has 32 million pairs. They judge classes instead. Devices that every
 // judgement of a pair treats alike form a class (pairClass): twins as the kernel's
-// verdicts see them (p2pdma.Calculator.Twins) with one role. Two classes make
+// verdicts see them (p2pdma.Calculator.Twins) with one role, and each GPU that
+// NVML knows alone. Two classes make
 // pairs that all come out the same, so one pair stands for them all (classPairs),
 // and the pairs a check lists one by one, the first maxPairLines of each list,
 // are visited in order among the classes whose pairs make lines (pairsAmong). A
@@ -30,7 +31,15 @@ type pairClass struct {
 func (f *Facts) pairClasses() []*pairClass {
 	f.classOnce.Do(func() {
 		twin := f.calc.Twins(f.devices)
-		f.classes = groupClasses(len(f.devices), func(i int) [2]int { return [2]int{int(twin[i]), int(f.roles[i])} }, f.roles)
+		// A GPU NVML knows is a class of its own: whether it talks to another GPU
+		// over NVLink (acs_path) is a fact of each pair.
+		f.classes = groupClasses(len(f.devices), func(i int) [3]int {
+			own := -1
+			if f.devices[i].IsGPU() && f.nvmlGPU(f.devices[i].Address) != nil {
+				own = i
+			}
+			return [3]int{int(twin[i]), int(f.roles[i]), own}
+		}, f.roles)
 	})
 	return f.classes
 }

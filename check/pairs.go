@@ -215,7 +215,7 @@ func (f *Facts) scan() *pairScan {
 			v := f.verdict(cp.first)
 			s.n += cp.n
 			s.reach.count(cp, &v)
-			s.acs.count(cp, &v)
+			s.acs.count(cp, &v, f.overNVLink(cp.first))
 		}
 		if s.reach.whyPair != nil {
 			s.reach.why = f.verdict(*s.reach.whyPair).Reason
@@ -234,7 +234,7 @@ func (f *Facts) scan() *pairScan {
 			}
 			v := f.verdict(p)
 			finding, subject := s.reach.makes(p, &v)
-			l := [3]bool{finding, subject, s.acs.makes(&v)}
+			l := [3]bool{finding, subject, s.acs.makes(&v, f.overNVLink(p))}
 			lines[k] = l
 			return l
 		}
@@ -251,7 +251,7 @@ func (f *Facts) scan() *pairScan {
 		for p := range f.pairsAmong(cs, want, done) {
 			v := f.verdict(p)
 			s.reach.add(p, &v)
-			s.acs.add(p, &v)
+			s.acs.add(p, &v, f.overNVLink(p))
 			if done() {
 				break
 			}

@@ -61,8 +61,12 @@ func requirements(req []Capability) []Capability {
 }
 
 // blocksAny reports whether r concerns one of the capabilities in req: it blocks
-// one of them, or its Blocks is empty (it concerns every capability).
+// one of them, or its Blocks is empty (it concerns every capability). A
+// PerformanceOnly result concerns none.
 func (r *Result) blocksAny(req []Capability) bool {
+	if r.PerformanceOnly {
+		return false
+	}
 	if len(r.Blocks) == 0 {
 		return true
 	}
@@ -100,6 +104,10 @@ func Judge(results []Result, req []Capability) []Result {
 			}
 			r.Summary += " (fails with --require " + capabilityList(r.Blocks) + ")"
 		case Unknown:
+			if r.PerformanceOnly {
+				r.Summary += " (does not count: it decides performance, not whether a capability works)"
+				continue
+			}
 			r.Summary += " (does not count: it matters only with --require " + capabilityList(r.Blocks) + ")"
 		}
 	}

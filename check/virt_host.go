@@ -63,7 +63,7 @@ func checkVirtHost(f *Facts) Result {
 		r.addBlocks(CapGDR)
 		r.Remediation = []string{
 			"ACS for the translated path, isolation kept: p2pcheck fix --virt-host --apply, and --persist where the kernel can keep it",
-			"ATS on a ConnectX NIC: mlxconfig -d <dev> q | grep ATS_ENABLED; mlxconfig -d <dev> set ATS_ENABLED=true; then reboot the host (NVIDIA AI Enterprise, ATS and ACS configuration)",
+			atsSteps,
 		}
 	}
 	r.Summary = fmt.Sprintf("virtualization host (%s): %d GPU-NIC pair(s), translated P2P %s", why, n, map[Status]string{
@@ -108,6 +108,11 @@ func (f *Facts) virtPair(gpu, nic *pcie.Device) (Status, string) {
 	}
 	return st, msg
 }
+
+// atsSteps are the steps that turn ATS on in a ConnectX NIC's firmware, on the
+// host (NVIDIA AI Enterprise, "ATS and ACS configuration").
+const atsSteps = "ATS on a ConnectX NIC, on the host: mlxconfig -d <dev> q | grep ATS_ENABLED; " +
+	"mlxconfig -d <dev> set ATS_ENABLED=true; then reboot the host (NVIDIA AI Enterprise, ATS and ACS configuration)"
 
 // atsState judges the NIC's ATS capability and Enable bit.
 func atsState(nic *pcie.Device) (Status, string) {

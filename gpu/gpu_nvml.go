@@ -74,18 +74,7 @@ func query(lib nvml.Interface, sc scope) (*Facts, error) {
 		return nil, fmt.Errorf("gpu: nvmlDeviceGetCount: %w", ret)
 	}
 	f := &Facts{GPUs: make([]GPU, n), Pairs: []Pair{}}
-	// The handle of every GPU; nil where NVML gave none (the GPU says why).
-	devs := make([]nvml.Device, n)
-	for i := range n {
-		g := &f.GPUs[i]
-		g.Index = i
-		d, ret := lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			unknown(&g.Unknown, "handle", ret)
-			continue
-		}
-		devs[i] = d
-	}
+	devs := handles(lib, f)
 	if sc == scopeLinks {
 		for i, d := range devs {
 			if d != nil {
@@ -96,7 +85,31 @@ func query(lib nvml.Interface, sc scope) (*Facts, error) {
 		}
 		return f, nil
 	}
+	systemFacts(lib, f)
+	queryDevices(f, devs)
+	return f, nil
+}
 
+// handles returns the handle of every GPU of f; nil where NVML gave none (the GPU
+// says why).
+func handles(lib nvml.Interface, f *Facts) []nvml.Device {
+	devs := make([]nvml.Device, len(f.GPUs))
+	for i := range f.GPUs {
+		g := &f.GPUs[i]
+		g.Index = i
+		d, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			unknown(&g.Unknown, "handle", ret)
+			continue
+		}
+		devs[i] = d
+	}
+	return devs
+}
+
+// systemFacts fills the node-wide facts of f: driver and CUDA versions and the
+// confidential-computing state.
+func systemFacts(lib nvml.Interface, f *Facts) {
 	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
 		f.DriverVersion = v
 	} else {
@@ -115,20 +128,27 @@ func query(lib nvml.Interface, sc scope) (*Facts, error) {
 	default:
 		unknown(&f.Unknown, "conf_compute", ret)
 	}
+}
 
-	// NVML is thread-safe and each query is a round trip into the driver, so the
-	// per-GPU and per-pair queries run side by side; every goroutine writes only
-	// its own GPU or pair. The common ancestor is symmetric: ask once per unordered
-	// pair. P2P status is asked per ordered pair, as nvidia-smi topo -p2p shows it.
+// ancestor is the common ancestor NVML gave for a pair of GPUs, or why not.
+type ancestor struct {
+	lvl *TopologyLevel
+	ret nvml.Return
+}
+
+// queryDevices fills the per-GPU and per-pair facts of f from devs.
+//
+// NVML is thread-safe and each query is a round trip into the driver, so the
+// per-GPU and per-pair queries run side by side; every goroutine writes only
+// its own GPU or pair. The common ancestor is symmetric: ask once per unordered
+// pair. P2P status is asked per ordered pair, as nvidia-smi topo -p2p shows it.
+func queryDevices(f *Facts, devs []nvml.Device) {
+	n := len(devs)
 	var wg sync.WaitGroup
 	for i, d := range devs {
 		if d != nil {
 			wg.Go(func() { deviceFacts(d, &f.GPUs[i]) })
 		}
-	}
-	type ancestor struct {
-		lvl *TopologyLevel
-		ret nvml.Return
 	}
 	ancestors := make([]ancestor, n*n) // [a*n+b] for a < b
 	for a := range n {
@@ -174,7 +194,6 @@ func query(lib nvml.Interface, sc scope) (*Facts, error) {
 			unknown(&p.Unknown, "common_ancestor", anc.ret)
 		}
 	}
-	return f, nil
 }
 
 // deviceFacts fills g from d, one optional query at a time.

@@ -18,6 +18,7 @@ type Platform struct {
 	Modules      procfs.Modules       // /proc/modules; nil when absent, empty when none loaded
 	CharDevices  []procfs.CharDevice  // /proc/devices; nil when absent
 	NVIDIA       *procfs.NVIDIADriver // /proc/driver/nvidia/version
+	NVIDIAParams *procfs.NVIDIAParams // /proc/driver/nvidia/params
 	GDRDrvParams map[string]string    // /proc/driver/gdrdrv/params
 	GDRDrvNode   *procfs.DevNode      // /dev/gdrdrv
 	IOMMUGroups  []sysfs.IOMMUGroup   // /sys/kernel/iommu_groups; nil when absent
@@ -72,6 +73,9 @@ func ReadPlatform(root hostfs.Root) (Platform, error) {
 	}
 	if v, err := proc.NVIDIADriver(); keep(err) {
 		p.NVIDIA = &v
+	}
+	if v, err := proc.NVIDIAParams(); keep(err) {
+		p.NVIDIAParams = &v
 	}
 	if m, err := proc.GDRDrvParams(); keep(err) {
 		p.GDRDrvParams = m

@@ -190,6 +190,8 @@ const (
 	expLinkWidth   = 0x03f0 // PCI_EXP_LNKCAP_MLW, PCI_EXP_LNKSTA_NLW
 	expLnkCapPort  = 24     // PCI_EXP_LNKCAP_PN is bits 31:24
 	expLinkRegsEnd = expLnkSta + 2
+
+	expDevCtlRelaxEn = 0x0010 // PCI_EXP_DEVCTL_RELAX_EN
 )
 
 // parseExpress decodes the PCI Express capability at pos. The link registers are read

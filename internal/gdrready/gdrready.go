@@ -147,8 +147,8 @@ const (
 	// FixDMABuf is GDRCopy 2.6's way without gdrdrv (NVIDIA/gdrcopy README "DMA-BUF
 	// mmap backend", src/gdrapi.c gdr_open): gdr_open falls back to it by itself.
 	FixDMABuf = "or do without gdrdrv: GDRCopy 2.6+ falls back to its DMA-BUF mmap backend by itself when gdrdrv " +
-		"is absent (GDRCOPY_USE_DMABUF_MMAP=1 forces it); it needs CUDA driver 13.3+ and a GPU that exports " +
-		"DMA-BUF, which takes the open NVIDIA kernel modules"
+		"is absent (GDRCOPY_USE_DMABUF_MMAP=1 forces it); it needs CUDA driver 13.3+ and a GPU that reports " +
+		"CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (NVIDIA documents DMA-BUF with the open NVIDIA kernel modules)"
 	// FixNoDMABuf says why the DMA-BUF backend is out of reach with the proprietary modules.
 	FixNoDMABuf = "the DMA-BUF backend of GDRCopy 2.6 is no way round here: the proprietary NVIDIA kernel modules " +
 		"do not export DMA-BUF (it takes the open modules and CUDA driver 13.3+)"
