@@ -3,7 +3,7 @@
 # root, from a directory holding the NVML build of p2pcheck (make build: bin/p2pcheck)
 # and gdrbench. Everything goes to $OUT/h200-1gpu-live/; nothing on the machine is
 # changed (fix is a dry run). The GPU UUID the live report prints is replaced by
-# GPU-redacted-0, as the snapshot's redaction does, and the host name by "h200vm".
+# GPU-redacted-0, as the snapshot's redaction does; $OUT/h200-1gpu-live.tar.gz holds it all.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 P=$here/p2pcheck
@@ -25,7 +25,6 @@ redact() {
 	local uuid
 	uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -n1 | tr -d ' ')
 	[ -n "$uuid" ] && sed -i "s/$uuid/GPU-redacted-0/g" "$@"
-	sed -i "s/$(hostname)/h200vm/g" "$@"
 }
 
 "$P" snapshot -o snapshot.tar.gz
@@ -50,3 +49,4 @@ logged "sudo p2pcheck fix" fix >fix.log
 } >env.txt 2>&1
 redact ./*.json ./*.txt ./*.log
 ls -l
+tar -czf "$OUT/h200-1gpu-live.tar.gz" -C "$OUT" h200-1gpu-live && rm -rf "$R"
