@@ -492,9 +492,16 @@ func (c *Calculator) calc(pi, ci int32, full bool) Verdict {
 	// No common upstream bridge: the distance is both chains' lengths, and ACS hits
 	// met on the way are ignored.
 	v.Distance = c.chainLen(pi) + c.chainLen(ci)
+	c.noCommonVerdict(&v, p.loop || q.loop, p, q)
+	return c.impossible(v, pi, ci, -1)
+}
+
+// noCommonVerdict sets v's outcome for devices p and q with no common upstream
+// bridge: unknown when a chain loops, else the host bridges' case (the whitelist).
+func (c *Calculator) noCommonVerdict(v *Verdict, loop bool, p, q *devInfo) {
 	var out hostOutcome
 	switch {
-	case p.loop || q.loop:
+	case loop:
 		out = hostOutcome{mapType: Unknown, text: "the upstream chain of the provider or the client does not end (the tree has a loop)",
 			unknown: UnknownFact{Kind: TreeLoop}}
 	case p.hb < 0 || q.hb < 0:
@@ -506,7 +513,6 @@ func (c *Calculator) calc(pi, ci int32, full bool) Verdict {
 	if out.unknown.Kind != 0 {
 		v.Unknowns = []UnknownFact{out.unknown}
 	}
-	return c.impossible(v, pi, ci, -1)
 }
 
 // impossible makes v Unknown when either walk, up to top (exclusive; -1: the whole

@@ -53,20 +53,7 @@ func chainVerdict(c *Calculator, provider, client *pcie.Device) Verdict {
 	}
 	if common == nil {
 		v.Distance = len(pc) + len(qc)
-		var out hostOutcome
-		switch {
-		case ploop || qloop:
-			out = hostOutcome{mapType: Unknown, text: "the upstream chain of the provider or the client does not end (the tree has a loop)",
-				unknown: UnknownFact{Kind: TreeLoop}}
-		case p.hb < 0 || q.hb < 0:
-			out = c.noHost
-		default:
-			out = c.noCommon[int(p.hb)*len(c.hosts)+int(q.hb)]
-		}
-		v.MapType, v.Reason = out.mapType, out.text
-		if out.unknown.Kind != 0 {
-			v.Unknowns = []UnknownFact{out.unknown}
-		}
+		c.noCommonVerdict(&v, ploop || qloop, p, q)
 	}
 	// The walks up to the common bridge (exclusive), or the whole chains.
 	walk := func(ch []*pcie.Device, kind func(*pcie.Device) bool) *pcie.Device {
