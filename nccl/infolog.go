@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Log is what NCCL_DEBUG=INFO logs of one or more ranks say: the decisions
@@ -134,27 +135,34 @@ const (
 	maxKept    = 1 << 16 // channels, ranks, GDR lines
 )
 
+// lazyRegexp returns a function that compiles expr on its first call: compiled at
+// package init, this package's expressions would cost every p2pcheck command about
+// 3 ms, whether it reads an NCCL log or not.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
 var (
-	prefixRE      = regexp.MustCompile(`(?:^|\s)([^\s:]+):(\d+):(\d+) \[\d+\] (?:\S+ )?NCCL (?:INFO|WARN) `)
-	pathLine      = regexp.MustCompile(`^(GPU|NET)/[0-9a-fA-F]{1,16}(?:-[0-9a-f]{1,16})? :.*\)$`)
-	channelLine   = regexp.MustCompile(`^Channel (\d+)(?:/\d+)? : (\d+)\[[0-9a-f]+\] -> (\d+)\[[0-9a-f]+\] (?:\[(send|receive)\] )?via (\S+(?: pointer\S*)?)$`)
-	setLine       = regexp.MustCompile(`^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\.?$`)
-	gdrNICLine    = regexp.MustCompile(`^NET/(\S+) : GPU Direct RDMA (Enabled|Disabled) for HCA (\d+) '([^']*)'`)
-	gdrGPULine    = regexp.MustCompile(`^GPU Direct RDMA (Enabled|Disabled) for GPU ([0-9a-fA-F]+) / HCA ([0-9a-fA-F]+) \(distance (\d+) (?:>|<=) (\d+)\)(?:, read (\d+)(?: mode (\S+))?)?$`)
-	initLine      = regexp.MustCompile(`^ncclCommInitRank\S* comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (\d+) nvmlDev (\d+) busId ([0-9a-f]+) .*Init START`)
-	commLine      = regexp.MustCompile(`^comm (0x[0-9a-f]+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank \d+`)
-	usingLine     = regexp.MustCompile(`^Using network (\S+)`)
-	gdrcopyLine   = regexp.MustCompile(`^GDRCOPY enabled library \d+\.\d+ driver \d+\.\d+`)
-	versionLine   = regexp.MustCompile(`^NCCL version (\S+)`)
-	systemLine    = regexp.MustCompile(`^=== System : `)
-	systemEndLine = regexp.MustCompile(`^=+$`)
+	prefixRE      = lazyRegexp(`(?:^|\s)([^\s:]+):(\d+):(\d+) \[\d+\] (?:\S+ )?NCCL (?:INFO|WARN) `)
+	pathLine      = lazyRegexp(`^(GPU|NET)/[0-9a-fA-F]{1,16}(?:-[0-9a-f]{1,16})? :.*\)$`)
+	channelLine   = lazyRegexp(`^Channel (\d+)(?:/\d+)? : (\d+)\[[0-9a-f]+\] -> (\d+)\[[0-9a-f]+\] (?:\[(send|receive)\] )?via (\S+(?: pointer\S*)?)$`)
+	setLine       = lazyRegexp(`^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\.?$`)
+	gdrNICLine    = lazyRegexp(`^NET/(\S+) : GPU Direct RDMA (Enabled|Disabled) for HCA (\d+) '([^']*)'`)
+	gdrGPULine    = lazyRegexp(`^GPU Direct RDMA (Enabled|Disabled) for GPU ([0-9a-fA-F]+) / HCA ([0-9a-fA-F]+) \(distance (\d+) (?:>|<=) (\d+)\)(?:, read (\d+)(?: mode (\S+))?)?$`)
+	initLine      = lazyRegexp(`^ncclCommInitRank\S* comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (\d+) nvmlDev (\d+) busId ([0-9a-f]+) .*Init START`)
+	commLine      = lazyRegexp(`^comm (0x[0-9a-f]+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank \d+`)
+	usingLine     = lazyRegexp(`^Using network (\S+)`)
+	gdrcopyLine   = lazyRegexp(`^GDRCOPY enabled library \d+\.\d+ driver \d+\.\d+`)
+	versionLine   = lazyRegexp(`^NCCL version (\S+)`)
+	systemLine    = lazyRegexp(`^=== System : `)
+	systemEndLine = lazyRegexp(`^=+$`)
 )
 
 // otherLines are lines NCCL 2.18 to 2.30 prints that carry no decision p2pcheck
 // explains: plugins found or not, bootstrap, affinity, the graph search, rings
 // and trees, buffer sizes, proxies, timings. A line none of them matches, and no
 // decision or fact matches, is not understood.
-var otherLines = regexp.MustCompile(`^(?:` + strings.Join([]string{
+var otherLines = lazyRegexp(`^(?:` + strings.Join([]string{
 	`cudaDriverVersion \d+$`, `Bootstrap ?: `, `(?:NET|ENV|PROFILER|TUNER|GIN)/Plugin\b`, `NET/IB : `, `NET/Socket : Using `,
 	`Failed to initialize NET plugin`, `Initialized NET plugin`, `Assigned NET plugin`, `Comm config `,
 	`dlvsym failed on `, `RAS client listening`, `Topology detection`, `TOPO/NET : `, `Could not get speed from`,
@@ -267,7 +275,7 @@ func (l *Log) line(src, raw string) {
 	}
 	l.Lines++
 	key, host := src, src
-	if m := prefixRE.FindStringSubmatch(raw[:i+10]); m != nil {
+	if m := prefixRE().FindStringSubmatch(raw[:i+10]); m != nil {
 		key, host = src+"\x00"+m[1]+":"+m[2], m[1]
 		l.Prefixed = true
 	}
@@ -287,7 +295,7 @@ func (l *Log) line(src, raw string) {
 		return
 	}
 	if !l.fact(p, text) && !l.decision(p, text) {
-		if otherLines.MatchString(text) {
+		if otherLines().MatchString(text) {
 			l.Other++
 			return
 		}
@@ -304,7 +312,7 @@ func (l *Log) keepOnce(list *[]string, s string) {
 
 // systemLine keeps the lines of a topology print, the first of each host.
 func (l *Log) systemLine(p *proc, text string) {
-	if systemEndLine.MatchString(text) {
+	if systemEndLine().MatchString(text) {
 		p.inSystem = false
 		if p.system == nil {
 			p.system = p.current
@@ -320,8 +328,8 @@ func (l *Log) systemLine(p *proc, text string) {
 // fact reads the lines that say what the decisions rest on.
 func (l *Log) fact(p *proc, text string) bool {
 	switch {
-	case versionLine.MatchString(text):
-		if v, err := ParseVersion(versionLine.FindStringSubmatch(text)[1]); err == nil {
+	case versionLine().MatchString(text):
+		if v, err := ParseVersion(versionLine().FindStringSubmatch(text)[1]); err == nil {
 			if l.Version.IsZero() {
 				l.Version = v
 			}
@@ -329,8 +337,8 @@ func (l *Log) fact(p *proc, text string) bool {
 				l.Versions = append(l.Versions, v)
 			}
 		}
-	case setLine.MatchString(text):
-		m := setLine.FindStringSubmatch(text)
+	case setLine().MatchString(text):
+		m := setLine().FindStringSubmatch(text)
 		if _, ok := l.Settings[m[1]]; !ok && len(l.Settings) < maxKept {
 			l.Settings[m[1]] = m[2]
 		}
@@ -338,25 +346,25 @@ func (l *Log) fact(p *proc, text string) bool {
 			// NCCL's host hash is of NCCL_HOSTID when set (getHostHash).
 			p.host = "NCCL_HOSTID=" + m[2]
 		}
-	case systemLine.MatchString(text):
+	case systemLine().MatchString(text):
 		p.inSystem, p.current = true, []string{text}
-	case pathLine.MatchString(text):
+	case pathLine().MatchString(text):
 		if !slices.Contains(l.Paths, text) && len(l.Paths) < maxKept {
 			l.Paths = append(l.Paths, text)
 		}
 		if !slices.Contains(p.paths, text) && len(p.paths) < maxKept {
 			p.paths = append(p.paths, text)
 		}
-	case usingLine.MatchString(text):
-		l.Plugin = usingLine.FindStringSubmatch(text)[1]
-	case initLine.MatchString(text):
-		m := initLine.FindStringSubmatch(text)
+	case usingLine().MatchString(text):
+		l.Plugin = usingLine().FindStringSubmatch(text)[1]
+	case initLine().MatchString(text):
+		m := initLine().FindStringSubmatch(text)
 		r := Rank{Comm: m[1], Rank: atoi(m[2]), NRanks: atoi(m[3]), CudaDev: atoi(m[4]), NvmlDev: atoi(m[5]), BusID: m[6], Host: p.token}
 		if !slices.Contains(l.Ranks, r) && len(l.Ranks) < maxKept {
 			l.Ranks = append(l.Ranks, r)
 		}
-	case commLine.MatchString(text):
-		m := commLine.FindStringSubmatch(text)
+	case commLine().MatchString(text):
+		m := commLine().FindStringSubmatch(text)
 		c := CommInfo{Comm: m[1], Rank: atoi(m[2]), NRanks: atoi(m[3]), NNodes: atoi(m[4]), LocalRanks: atoi(m[5]), Host: p.token}
 		if !slices.Contains(l.Comms, c) && len(l.Comms) < maxKept {
 			l.Comms = append(l.Comms, c)
@@ -371,23 +379,23 @@ func (l *Log) fact(p *proc, text string) bool {
 // GPU Direct RDMA, GDRCopy.
 func (l *Log) decision(p *proc, text string) bool {
 	switch {
-	case channelLine.MatchString(text):
-		m := channelLine.FindStringSubmatch(text)
+	case channelLine().MatchString(text):
+		m := channelLine().FindStringSubmatch(text)
 		if len(l.Channels) < maxKept*16 {
 			l.Channels = append(l.Channels, Channel{ID: atoi(m[1]), From: atoi(m[2]), To: atoi(m[3]), Side: m[4], Via: m[5], Host: p.token})
 		}
-	case gdrNICLine.MatchString(text):
-		m := gdrNICLine.FindStringSubmatch(text)
+	case gdrNICLine().MatchString(text):
+		m := gdrNICLine().FindStringSubmatch(text)
 		l.NetGDR[m[4]] = m[2] == "Enabled"
 		l.addGDR(GDRLine{Text: text, Enabled: m[2] == "Enabled", Plugin: m[1], HCA: atoi(m[3]), Name: m[4], GPU: -1, Host: p.token})
-	case gdrGPULine.MatchString(text):
-		m := gdrGPULine.FindStringSubmatch(text)
+	case gdrGPULine().MatchString(text):
+		m := gdrGPULine().FindStringSubmatch(text)
 		g := GDRLine{Text: text, Enabled: m[1] == "Enabled", GPU: 0, GPUField: m[2], HCAField: m[3], Distance: atoi(m[4]), Level: atoi(m[5]), HCA: -1, Read: -1, Mode: m[7], Host: p.token}
 		if m[6] != "" {
 			g.Read, _ = strconv.Atoi(m[6])
 		}
 		l.addGDR(g)
-	case gdrcopyLine.MatchString(text):
+	case gdrcopyLine().MatchString(text):
 		l.GDRCopy, l.GDRCopyLine = true, text
 	default:
 		return false

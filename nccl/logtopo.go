@@ -3,7 +3,6 @@ package nccl
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,8 +41,8 @@ type plink struct {
 }
 
 var (
-	printedNode = regexp.MustCompile(`^(GPU|PCI|NVS|CPU|NIC|NET)/([0-9a-fA-F]{1,16})(?:-([0-9a-fA-F]{1,16}))?(?: \(([^)]*)\))?$`)
-	printedLink = regexp.MustCompile(`^\+ ([A-Z0-9]{3})\[([0-9.]+)\] - (.*)$`)
+	printedNode = lazyRegexp(`^(GPU|PCI|NVS|CPU|NIC|NET)/([0-9a-fA-F]{1,16})(?:-([0-9a-fA-F]{1,16}))?(?: \(([^)]*)\))?$`)
+	printedLink = lazyRegexp(`^\+ ([A-Z0-9]{3})\[([0-9.]+)\] - (.*)$`)
 )
 
 // linkNames are topoLinkTypeStr (src/graph/topo.cc) by link type.
@@ -80,7 +79,7 @@ func parsePrinted(lines []string) (*printedTopo, error) {
 		for len(stack) > 0 && stack[len(stack)-1].col > col {
 			stack = stack[:len(stack)-1]
 		}
-		m := printedLink.FindStringSubmatch(text)
+		m := printedLink().FindStringSubmatch(text)
 		if m == nil || len(stack) == 0 || stack[len(stack)-1].col != col {
 			return nil, fmt.Errorf("%w: topology line %q", ErrBadXML, line)
 		}
@@ -119,7 +118,7 @@ func parsePrinted(lines []string) (*printedTopo, error) {
 
 // node finds or makes the node a printed label names.
 func (t *printedTopo) node(byKey map[nodeKey]*pnode, text string) (*pnode, error) {
-	m := printedNode.FindStringSubmatch(text)
+	m := printedNode().FindStringSubmatch(text)
 	if m == nil {
 		return nil, fmt.Errorf("not a node: %q", text)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 )
 
@@ -32,12 +31,12 @@ func (v Version) AtLeast(major, minor int) bool {
 	return v.Major > major || v.Major == major && v.Minor >= minor
 }
 
-var versionRE = regexp.MustCompile(`^(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:-\d+)?(?:\+\S*)?$`)
+var versionRE = lazyRegexp(`^(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:-\d+)?(?:\+\S*)?$`)
 
 // ParseVersion reads "2.28.9", "2.28", "2.28.9-1" (a release tag) or
 // "2.28.9+cuda13.0" (NCCL's own banner).
 func ParseVersion(s string) (Version, error) {
-	m := versionRE.FindStringSubmatch(s)
+	m := versionRE().FindStringSubmatch(s)
 	if m == nil {
 		return Version{}, fmt.Errorf("%w: %q (want X.Y or X.Y.Z, e.g. 2.28.9)", ErrBadVersion, s)
 	}
