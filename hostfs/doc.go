@@ -9,7 +9,9 @@
 // sysfs and procfs pseudo-files report sizes that mean nothing: a sysfs attribute is
 // read with one bounded read, a /proc file to its end within a bound. Only regular
 // files are ever opened: a device node, FIFO or socket where a file is expected is
-// refused before it is opened. Every read is bounded by a [Budget].
+// refused before it is opened. On a mounted sysfs, which holds none of them, a file
+// is opened without that look, never across a mount (openat2 RESOLVE_NO_XDEV). Every
+// read is bounded by a [Budget].
 //
 // It is also the one reader of every other file p2pcheck reads. Below a root, a file
 // of a known [Kind] (/etc/nccl.conf, limits.conf, a libnccl.so) is read with

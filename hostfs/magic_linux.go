@@ -9,3 +9,9 @@ func isSysfs(dir string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(dir, &st) == nil && st.Type == unix.SYSFS_MAGIC
 }
+
+// onSysfs reports whether the open directory fd is on a mounted sysfs.
+func onSysfs(fd int) bool {
+	var st unix.Statfs_t
+	return unix.Fstatfs(fd, &st) == nil && st.Type == unix.SYSFS_MAGIC
+}

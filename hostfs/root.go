@@ -112,18 +112,22 @@ func (r Root) Live() bool { return r.live }
 // (fs/kernfs/file.c). The final link, if any, is followed. Anything but a regular
 // file is refused before it is opened.
 func (r Root) Read(name string, buf []byte, toEOF bool) (int, error) {
-	n, _, err := r.ReadPerm(name, buf, toEOF)
+	n, _, err := r.read(name, buf, toEOF, false)
 	return n, err
 }
 
 // ReadPerm is [Root.Read] that also returns the file's permission bits, taken from
 // the open file: a capture that keeps them costs no stat of its own.
 func (r Root) ReadPerm(name string, buf []byte, toEOF bool) (int, fs.FileMode, error) {
-	n, perm, err := r.t.readFile(name, buf, toEOF)
+	return r.read(name, buf, toEOF, true)
+}
+
+func (r Root) read(name string, buf []byte, toEOF, perm bool) (int, fs.FileMode, error) {
+	n, mode, err := r.t.readFile(name, buf, toEOF, perm)
 	if cerr := r.meter.charge(n); cerr != nil {
 		return 0, 0, cerr
 	}
-	return n, perm, err
+	return n, mode, err
 }
 
 // ReadFile reads the whole file name, at most limit bytes; a longer file is an error
@@ -246,8 +250,9 @@ func (r Root) Sub(name string) (Root, error) {
 // tree is what a Root reads: a directory on disk (dirTree, fdTree) or a snapshot
 // loaded into memory (memTree). See Root's methods of the same names.
 type tree interface {
-	// readFile also returns the file's permission bits, from the open file.
-	readFile(name string, buf []byte, toEOF bool) (int, fs.FileMode, error)
+	// readFile also returns the file's permission bits, from the open file, when
+	// perm asks for them; otherwise it may return 0 for them.
+	readFile(name string, buf []byte, toEOF, perm bool) (int, fs.FileMode, error)
 	// readAll reads the file name to its end, or to limit+1 bytes when it is longer;
 	// the buffer grows with what is read, so a large limit costs nothing up front.
 	readAll(name string, limit int) ([]byte, error)

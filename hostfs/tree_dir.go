@@ -17,7 +17,7 @@ type dirTree struct {
 	r *os.Root
 }
 
-func (t dirTree) readFile(name string, buf []byte, toEOF bool) (int, fs.FileMode, error) {
+func (t dirTree) readFile(name string, buf []byte, toEOF, _ bool) (int, fs.FileMode, error) {
 	f, fi, err := t.openRegular(name)
 	if err != nil {
 		return 0, 0, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +21,13 @@ import (
 // way, with O_NOFOLLOW, so nothing can lead outside; whenever a link is met the
 // operation is handed to an os.Root confined to the directory, which gives exactly the
 // semantics of dirTree.
+//
+// A directory on a mounted sysfs (kernfs) holds only directories, regular files and
+// links (fs/kernfs/inode.c kernfs_init_inode), so a file of it cannot be a device
+// node or a FIFO: it is opened without looking at it first, with openat2(2)'s
+// RESOLVE_NO_XDEV so that the open never crosses into a file system mounted over
+// the name. An attribute costs openat2, read and close there, against lstat, open,
+// fstat, read and close elsewhere.
 
 // sub opens the directory name below t as an fdTree.
 func (t dirTree) sub(name string) (tree, error) {
@@ -42,7 +50,7 @@ func (t dirTree) sub(name string) (tree, error) {
 	if openErr != nil {
 		return nil, openErr
 	}
-	return &fdTree{top: t.r, name: name, fd: fd}, nil
+	return &fdTree{top: t.r, name: name, fd: fd, kernfs: onSysfs(fd)}, nil
 }
 
 // fdTree is a directory of a dirTree held as a descriptor.
@@ -50,6 +58,8 @@ type fdTree struct {
 	top  *os.Root // the dirTree's root
 	name string   // this directory, relative to top
 	fd   int
+	// kernfs is set when fd is a directory of a mounted sysfs (see above).
+	kernfs bool
 }
 
 // listings holds the buffers list reads directory listings into.
@@ -225,6 +235,33 @@ func openat(dirfd int, name string, flags int) (int, error) {
 	}
 }
 
+// noOpenat2 is set once openat2(2) has failed as absent (ENOSYS: Linux before 5.6)
+// or forbidden (EPERM: a seccomp filter that predates it); openSameMount is not
+// tried again.
+var noOpenat2 atomic.Bool
+
+// openSameMount opens the single element name relative to dirfd as openat does, with
+// openat2(2) and RESOLVE_NO_XDEV: a name that another file system is mounted over
+// gives EXDEV instead of opening it. ok is false, and nothing was opened, when
+// openat2 is not available.
+func openSameMount(dirfd int, name string, flags int) (fd int, err error, ok bool) {
+	if noOpenat2.Load() {
+		return -1, nil, false
+	}
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: unix.RESOLVE_NO_XDEV}
+	for {
+		fd, err := unix.Openat2(dirfd, name, &how)
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.ENOSYS, unix.EPERM:
+			noOpenat2.Store(true)
+			return -1, nil, false
+		}
+		return fd, err, true
+	}
+}
+
 // isLink reports the errors openat with O_NOFOLLOW gives for a link: ELOOP, or ENOTDIR
 // when O_DIRECTORY was asked for.
 func isLink(err error) bool {
@@ -242,11 +279,11 @@ func (t *fdTree) fallback(f func(dirTree) error) error {
 	return f(dirTree{r: r})
 }
 
-func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, fs.FileMode, error) {
+func (t *fdTree) readFile(name string, buf []byte, toEOF, wantPerm bool) (int, fs.FileMode, error) {
 	if !simple(name) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
-	fd, perm, err := t.openRegular(name)
+	fd, perm, err := t.openRegular(name, wantPerm)
 	if errors.Is(err, unix.ELOOP) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
@@ -257,10 +294,13 @@ func (t *fdTree) readFile(name string, buf []byte, toEOF bool) (int, fs.FileMode
 	n := 0
 	for n < len(buf) {
 		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
+		switch err {
+		case nil:
+		case unix.EINTR:
 			continue
-		}
-		if err != nil {
+		case unix.EISDIR: // opened on kernfs without a look (see openRegular)
+			return 0, 0, errIsDir
+		default:
 			return n, 0, err
 		}
 		n += m
@@ -275,7 +315,7 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 	if !simple(name) {
 		return t.openReaderAtRoot(name)
 	}
-	fd, _, err := t.openRegular(name)
+	fd, _, err := t.openRegular(name, true)
 	if errors.Is(err, unix.ELOOP) {
 		return t.openReaderAtRoot(name)
 	}
@@ -295,9 +335,24 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 // is never opened, a FIFO never waited on) and again on the open descriptor. A link
 // gives ELOOP, for the caller to hand to the os.Root fallback.
 //
-// It returns the open file's permission bits too.
-func (t *fdTree) openRegular(name string) (int, fs.FileMode, error) {
+// It returns the open file's permission bits too. On kernfs the file is opened
+// without a look first, and its type and permission bits are looked at only when
+// wantPerm asks for them (perm is 0 otherwise): a directory opened so is found by
+// the read (EISDIR).
+func (t *fdTree) openRegular(name string, wantPerm bool) (int, fs.FileMode, error) {
 	var st unix.Stat_t
+	if t.kernfs {
+		fd, err, ok := openSameMount(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+		switch {
+		case !ok || errors.Is(err, unix.EXDEV): // the careful way below
+		case err != nil:
+			return -1, 0, err
+		case !wantPerm:
+			return fd, 0, nil
+		default:
+			return checkRegular(fd, &st)
+		}
+	}
 	if err := fstatat(t.fd, name, &st); err != nil {
 		return -1, 0, err
 	}
@@ -311,7 +366,13 @@ func (t *fdTree) openRegular(name string) (int, fs.FileMode, error) {
 	if err != nil {
 		return -1, 0, err
 	}
-	if err := unix.Fstat(fd, &st); err != nil {
+	return checkRegular(fd, &st)
+}
+
+// checkRegular returns fd and its permission bits if it is a regular file, and
+// otherwise closes it and returns the error.
+func checkRegular(fd int, st *unix.Stat_t) (int, fs.FileMode, error) {
+	if err := unix.Fstat(fd, st); err != nil {
 		unix.Close(fd)
 		return -1, 0, err
 	}
@@ -375,7 +436,7 @@ func (f preadFile) Close() error { return unix.Close(int(f)) }
 
 func (t *fdTree) readFileRoot(name string, buf []byte, toEOF bool) (n int, perm fs.FileMode, err error) {
 	err = t.fallback(func(d dirTree) error {
-		n, perm, err = d.readFile(name, buf, toEOF)
+		n, perm, err = d.readFile(name, buf, toEOF, true)
 		return err
 	})
 	return n, perm, err
@@ -501,9 +562,21 @@ func (t *fdTree) readLink(name string) (string, error) {
 
 func (t *fdTree) sub(name string) (tree, error) {
 	if simple(name) {
-		fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+		// Within one mount the child is on the same file system as t; a
+		// directory another one is mounted on is looked at (fstatfs). Without
+		// openat2 nothing is opened the kernfs way, so nothing is looked at.
+		kernfs := t.kernfs
+		fd, err, ok := openSameMount(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+		switch {
+		case !ok:
+			fd, err = openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+			kernfs = false
+		case errors.Is(err, unix.EXDEV):
+			fd, err = openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+			kernfs = err == nil && onSysfs(fd)
+		}
 		if err == nil {
-			return &fdTree{top: t.top, name: t.name + "/" + name, fd: fd}, nil
+			return &fdTree{top: t.top, name: t.name + "/" + name, fd: fd, kernfs: kernfs}, nil
 		}
 		if !isLink(err) {
 			return nil, err

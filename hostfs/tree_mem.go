@@ -127,7 +127,7 @@ func (t memTree) regular(name string) (*memNode, error) {
 	return n, nil
 }
 
-func (t memTree) readFile(name string, buf []byte, _ bool) (int, fs.FileMode, error) {
+func (t memTree) readFile(name string, buf []byte, _, _ bool) (int, fs.FileMode, error) {
 	n, err := t.regular(name)
 	if err != nil {
 		return 0, 0, err

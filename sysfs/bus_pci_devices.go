@@ -33,10 +33,11 @@ const (
 // result. The error is non-nil, wrapping [ErrNoSysfs], only when /sys/bus/pci/devices
 // itself cannot be listed.
 //
-// Every attribute costs one open and one read; nothing is stat'ed, and a function's
-// directory is not listed (see deviceDir). Functions are read in directory order by a
-// few goroutines, with the directories from /sys/devices down kept open, so each is
-// opened once, relative to its parent. What the kernel derives from another function
+// On a mounted sysfs every attribute costs one open, one read and a close (hostfs
+// looks at a file's type only off sysfs), and a function's directory is not listed
+// (see deviceDir). Functions are read in directory order by a few goroutines, with
+// the directories from /sys/devices down kept open, so each is opened once,
+// relative to its parent. What the kernel derives from another function
 // is taken from it: a VF's IDs from its PF (virtFnIDs), local_cpulist from another
 // function of the same NUMA node (localCPUs).
 func (fsys FS) PCIRecords() ([]pcie.Record, error) {
