@@ -440,44 +440,64 @@ func (c *capture) listDir(name string) ([]hostfs.DirEntry, bool) {
 // dir records the directory name itself.
 func (c *capture) dir(name string) { c.add(name, &member{typ: tar.TypeDir, perm: 0o755}) }
 
+// pciFunctions captures every function of /sys/bus/pci/devices: its link, its
+// directory and the directories above it up to the host bridge's. The directories
+// are visited in path order, each parent before what is below it, through one
+// Walker, so each is opened once, relative to its parent.
 func (c *capture) pciFunctions() {
-	ents, ok := c.listDir(busPCIDevices)
-	if !ok {
+	bus, err := c.src.Sub(busPCIDevices)
+	if err != nil {
+		c.skip(hostfs.PathError("open", busPCIDevices, err))
 		return
 	}
+	defer bus.Close()
+	ents, err := bus.ReadDir(".")
+	if err != nil {
+		c.skip(hostfs.PathError("readdir", busPCIDevices, err))
+		return
+	}
+	c.dir(busPCIDevices)
+	var dirs []string
 	for _, e := range ents {
 		link := join(busPCIDevices, e.Name)
-		dir := link
-		if e.Type&fs.ModeSymlink != 0 {
-			c.link(link)
-			var err error
-			if dir, err = c.src.LinkTarget(link); err != nil {
-				c.skip(err)
-				continue
-			}
+		if e.Type&fs.ModeSymlink == 0 {
+			dirs = append(dirs, link)
+			continue
 		}
-		c.deviceDir(dir)
-		// Ancestors up to the host bridge directory, /sys/devices/pciDDDD:BB.
+		if dir, ok := c.linkIn(bus, busPCIDevices, e.Name); ok {
+			dirs = append(dirs, dir)
+		}
+	}
+	slices.Sort(dirs)
+	w := hostfs.NewWalker(c.src)
+	defer w.Close()
+	for _, dir := range dirs {
+		// The ancestors up to the host bridge directory, /sys/devices/pciDDDD:BB,
+		// from the top.
+		var above []string
 		for d := path.Dir(dir); strings.HasPrefix(d, sysDevices+"/"); d = path.Dir(d) {
-			c.deviceDir(d)
+			above = append(above, d)
 		}
+		for i := len(above) - 1; i >= 0; i-- {
+			c.deviceDir(w, above[i])
+		}
+		c.deviceDir(w, dir)
 	}
 }
 
-// deviceDir captures one function's or bridge's directory. It is opened once and
-// its entries are read by name below it, not by their whole path.
-func (c *capture) deviceDir(dir string) {
+// deviceDir captures one function's or bridge's directory, opened through w. Its
+// entries are read by name below it, not by their whole path.
+func (c *capture) deviceDir(w *hostfs.Walker, dir string) {
 	h := nameHash(dir)
 	if c.seen[h] {
 		return
 	}
 	c.seen[h] = true
-	d, err := c.src.Sub(dir)
+	d, err := w.Open(dir)
 	if err != nil {
-		c.skip(hostfs.PathError("open", dir, err))
+		c.skip(err)
 		return
 	}
-	defer d.Close()
 	ents, err := d.ReadDir(".")
 	if err != nil {
 		c.skip(hostfs.PathError("readdir", dir, err))
@@ -499,18 +519,20 @@ func (c *capture) deviceDir(dir string) {
 				c.fileIn(d, dir, e.Name, captureLimit, false, nil)
 			}
 		case e.Type&fs.ModeSymlink != 0:
-			if keptLink(e.Name) {
+			switch {
+			case e.Name == "driver":
+				if target, ok := c.linkIn(d, dir, e.Name); ok {
+					c.driverDir(target)
+				}
+			case keptLink(e.Name):
 				c.linkIn(d, dir, e.Name)
-			}
-			if e.Name == "driver" {
-				c.driverDir(name)
 			}
 		case e.Type.IsDir():
 			switch e.Name {
 			case "p2pmem":
-				c.p2pmem(name)
+				c.p2pmem(d, dir)
 			case "net", "infiniband", "nvme":
-				c.childNames(name)
+				c.childNames(d, dir, e.Name)
 			}
 		default:
 			c.notRegular(name, e.Type)
@@ -518,27 +540,29 @@ func (c *capture) deviceDir(dir string) {
 	}
 }
 
-// linkIn copies the link name of the directory d, which is dir of the capture.
-func (c *capture) linkIn(d hostfs.Root, dir, name string) {
+// linkIn copies the link name of the directory d, which is dir of the capture, and
+// returns the root-relative name it points to (see [hostfs.ResolveLink]); ok is
+// false, and the failure recorded, when it cannot be read or leads outside the root.
+func (c *capture) linkIn(d hostfs.Root, dir, name string) (resolved string, ok bool) {
+	full := join(dir, name)
 	target, err := d.ReadLink(name)
 	if err != nil {
-		c.skip(hostfs.PathError("readlink", join(dir, name), err))
-		return
+		c.skip(hostfs.PathError("readlink", full, err))
+		return "", false
 	}
-	c.add(join(dir, name), &member{typ: tar.TypeSymlink, perm: 0o777, target: target})
+	c.add(full, &member{typ: tar.TypeSymlink, perm: 0o777, target: target})
+	resolved, err = hostfs.ResolveLink(full, target)
+	if err != nil {
+		c.skip(err)
+		return "", false
+	}
+	return resolved, true
 }
 
 // driverDir records the directory a function's driver link points to
 // (sys/bus/pci/drivers/<name>), empty: readers that resolve the link with realpath,
 // as lspci does for its driver field (pciutils lib/sysfs.c), need it to exist.
-func (c *capture) driverDir(link string) {
-	target, err := c.src.LinkTarget(link)
-	if err != nil {
-		c.skip(err)
-		return
-	}
-	c.dir(target)
-}
+func (c *capture) driverDir(target string) { c.dir(target) }
 
 // neverRead reports the attribute files a capture must not read: BARs mapped through
 // sysfs (pci-sysfs.c pci_create_attr: resource<N>, resource<N>_wc), the expansion ROM,
@@ -570,32 +594,43 @@ func keptLink(name string) bool {
 	return err == nil
 }
 
-// p2pmem captures the p2pmem group; allocate is stored empty, never read (reading it
-// is meaningless and mapping it allocates device memory).
-func (c *capture) p2pmem(dir string) {
-	c.dir(dir)
-	for _, f := range []string{"size", "available", "published"} {
-		c.file(join(dir, f), attrLimit)
+// p2pmem captures the p2pmem group of the function directory d, which is dir of
+// the capture; allocate is stored empty, never read (reading it is meaningless and
+// mapping it allocates device memory).
+func (c *capture) p2pmem(d hostfs.Root, dir string) {
+	name := join(dir, "p2pmem")
+	g, err := d.Sub("p2pmem")
+	if err != nil {
+		c.skip(hostfs.PathError("open", name, err))
+		return
 	}
-	alloc := join(dir, "allocate")
-	fi, err := c.src.Lstat(alloc)
+	defer g.Close()
+	c.dir(name)
+	for _, f := range []string{"size", "available", "published"} {
+		c.fileIn(g, name, f, attrLimit, false, nil)
+	}
+	fi, err := g.Lstat("allocate")
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			c.skip(hostfs.PathError("lstat", alloc, err))
+			c.skip(hostfs.PathError("lstat", join(name, "allocate"), err))
 		}
 		return
 	}
-	c.add(alloc, &member{typ: tar.TypeReg, perm: fi.Mode.Perm()})
+	c.add(join(name, "allocate"), &member{typ: tar.TypeReg, perm: fi.Mode.Perm()})
 }
 
-// childNames records the entries of dir as empty directories.
-func (c *capture) childNames(dir string) {
-	ents, ok := c.listDir(dir)
-	if !ok {
+// childNames records the entries of the directory name of d, which is dir of the
+// capture, as empty directories.
+func (c *capture) childNames(d hostfs.Root, dir, name string) {
+	full := join(dir, name)
+	ents, err := d.ReadDir(name)
+	if err != nil {
+		c.skip(hostfs.PathError("readdir", full, err))
 		return
 	}
+	c.dir(full)
 	for _, e := range ents {
-		c.dir(join(dir, e.Name))
+		c.dir(join(full, e.Name))
 	}
 }
 
@@ -622,13 +657,7 @@ func (c *capture) procFiles() {
 }
 
 func (c *capture) platformFiles() {
-	if ents, err := c.src.ReadDir(iommuGroups); err == nil {
-		c.dir(iommuGroups)
-		for _, e := range ents {
-			c.dir(join(iommuGroups, e.Name))
-			c.file(join(iommuGroups, e.Name, "type"), attrLimit)
-		}
-	}
+	c.groupFiles(iommuGroups, "type")
 	const classIOMMU = "sys/class/iommu"
 	if ents, err := c.src.ReadDir(classIOMMU); err == nil {
 		c.dir(classIOMMU)
@@ -640,12 +669,32 @@ func (c *capture) platformFiles() {
 			}
 		}
 	}
-	if ents, err := c.src.ReadDir(memoryPeers); err == nil {
-		c.dir(memoryPeers)
-		for _, e := range ents {
-			c.dir(join(memoryPeers, e.Name))
-			c.file(join(memoryPeers, e.Name, "version"), attrLimit)
+	c.groupFiles(memoryPeers, "version")
+}
+
+// groupFiles captures the directory dir, if it exists, with the file name of each
+// directory in it (/sys/kernel/iommu_groups/N/type), each opened below dir.
+func (c *capture) groupFiles(dir, name string) {
+	top, err := c.src.Sub(dir)
+	if err != nil {
+		return
+	}
+	defer top.Close()
+	ents, err := top.ReadDir(".")
+	if err != nil {
+		return
+	}
+	c.dir(dir)
+	for _, e := range ents {
+		sub := join(dir, e.Name)
+		c.dir(sub)
+		g, err := top.Sub(e.Name)
+		if err != nil {
+			c.skip(hostfs.PathError("open", sub, err))
+			continue
 		}
+		c.fileIn(g, sub, name, attrLimit, false, nil)
+		g.Close()
 	}
 }
 

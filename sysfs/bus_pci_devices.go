@@ -79,8 +79,8 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 	}
 	slices.SortFunc(byDir, func(x, y *function) int { return strings.Compare(x.dir, y.dir) })
 	parallel(len(byDir), func(lo, hi int) {
-		r := reader{walker: dirWalker{root: fsys.r}, buf: make([]byte, max(attrLimit, configLimit)+1), live: fsys.r.Live(), cpus: map[int]string{}}
-		defer r.walker.close()
+		r := reader{walker: hostfs.NewWalker(fsys.r), buf: make([]byte, max(attrLimit, configLimit)+1), live: fsys.r.Live(), cpus: map[int]string{}}
+		defer r.walker.Close()
 		for _, f := range byDir[lo:hi] {
 			if f.dir != "" {
 				r.read(f)
@@ -207,7 +207,7 @@ const (
 
 // reader is what one goroutine of PCIRecords keeps from one function to the next.
 type reader struct {
-	walker dirWalker
+	walker *hostfs.Walker
 	buf    []byte // scratch space for one attribute or config file
 	live   bool   // a mounted sysfs: read config space sparsely
 	// cpus is local_cpulist by NUMA node (see localCPUs).
@@ -216,7 +216,7 @@ type reader struct {
 
 // read reads the directory of f into f.
 func (r *reader) read(f *function) {
-	t, err := r.walker.open(f.dir)
+	t, err := r.walker.Open(f.dir)
 	if err != nil {
 		if f.rec.Err == nil {
 			f.rec.Err = err
@@ -225,60 +225,6 @@ func (r *reader) read(f *function) {
 	}
 	d := &deviceDir{t: t, name: f.dir, r: r, fn: f, rec: &f.rec}
 	d.fill()
-}
-
-// dirWalker opens directories one element at a time, keeping the chain from the root
-// to the last one open, so that walking a tree in sorted order opens each directory
-// once.
-type dirWalker struct {
-	root  hostfs.Root
-	stack []openDir // each the parent of the next
-}
-
-type openDir struct {
-	name string // root-relative
-	t    hostfs.Root
-}
-
-// open returns the directory name, opened below the deepest open ancestor. The walker
-// owns it.
-func (w *dirWalker) open(name string) (hostfs.Root, error) {
-	for len(w.stack) > 0 {
-		top := w.stack[len(w.stack)-1]
-		if top.name == name {
-			return top.t, nil
-		}
-		if strings.HasPrefix(name, top.name+"/") {
-			break
-		}
-		top.t.Close()
-		w.stack = w.stack[:len(w.stack)-1]
-	}
-	parent, prefix, rest := w.root, "", name
-	if len(w.stack) > 0 {
-		top := w.stack[len(w.stack)-1]
-		parent, prefix, rest = top.t, top.name, name[len(top.name)+1:]
-	}
-	for _, el := range strings.Split(rest, "/") {
-		if prefix != "" {
-			prefix += "/"
-		}
-		prefix += el // name is clean: so is every prefix of it
-		t, err := parent.Sub(el)
-		if err != nil {
-			return hostfs.Root{}, hostfs.PathError("open", prefix, err)
-		}
-		w.stack = append(w.stack, openDir{name: prefix, t: t})
-		parent = t
-	}
-	return parent, nil
-}
-
-func (w *dirWalker) close() {
-	for _, d := range w.stack {
-		d.t.Close()
-	}
-	w.stack = nil
 }
 
 // deviceDir reads the attributes of one function's directory into rec. The directory
