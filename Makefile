@@ -38,7 +38,7 @@ LDFLAGS   := -X github.com/p2pkit/p2pkit/internal/buildinfo.version=$(VERSION) \
              -X github.com/p2pkit/p2pkit/internal/buildinfo.commit=$(COMMIT)
 QEMU_ARM64 ?= qemu-aarch64-static
 
-.PHONY: all build build-static run test test-unit test-isa test-vm test-arm64 test-deploy fuzz-smoke bench bench-topo lint clean \
+.PHONY: all build build-static run test test-unit test-isa test-vm test-arm64 test-deploy fuzz-smoke bench bench-topo bench-topo-live lint clean \
 	release release-check image image-check bench-hostile bench-scale
 
 all: build
@@ -173,6 +173,12 @@ bench:
 # machine (needs pciutils): medians of interleaved rounds, their ratio and peak RSS.
 bench-topo: build
 	$(GO) run ./internal/testtools/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck
+
+# `topo` against `lspci -tv` on a real sysfs: a QEMU (TCG) guest of the P2PDMA test
+# kernel with about a thousand PCI functions (SR-IOV NVMe VFs behind switches); add
+# LIVEBENCH_ARGS='-baseline OLD-STATIC-BINARY' to time an earlier build beside it.
+bench-topo-live: build-static
+	$(GO) run ./internal/testtools/vmtest/cmd/livebench -p2pcheck $(BIN)/p2pcheck-static $(LIVEBENCH_ARGS)
 
 # Every input of the hostile snapshot corpus through the real binary (a valid tree
 # through topo and matrix too): exit code, CPU seconds, peak RSS and output of each

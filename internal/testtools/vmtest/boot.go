@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +94,9 @@ type Boot struct {
 	Timeout  time.Duration
 	// WorkDir holds the initramfs and drive images; the caller removes it.
 	WorkDir string
+	// Extra are more files for the initramfs: guest path (relative, e.g.
+	// "bin/lspci") to host path.
+	Extra map[string]string
 }
 
 // Result is what one boot produced.
@@ -125,6 +129,7 @@ func (b Boot) Run(ctx context.Context) (Result, error) {
 	if b.Topology.hasVFs() {
 		extra[pfStubGuestPath[1:]] = b.Kernel.PFStub
 	}
+	maps.Copy(extra, b.Extra)
 	for name, path := range extra {
 		if path == "" {
 			continue

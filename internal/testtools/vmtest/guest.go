@@ -104,13 +104,13 @@ func InitScript(setup []string, captures []Capture) string {
 	b.WriteString("export PATH=/bin HOME=/tmp TMPDIR=/tmp\n")
 	b.WriteString(guestFuncs)
 	if len(setup) > 0 {
-		b.WriteString("capture setup " + shellQuote(strings.Join(append([]string{"set -e"}, setup...), "\n")) + "\n")
+		b.WriteString("capture setup " + ShellQuote(strings.Join(append([]string{"set -e"}, setup...), "\n")) + "\n")
 	}
 	for _, c := range captures {
 		if c.File != "" {
-			fmt.Fprintf(&b, "capturefile %s %s %s\n", c.Name, shellQuote(c.Shell), shellQuote(c.File))
+			fmt.Fprintf(&b, "capturefile %s %s %s\n", c.Name, ShellQuote(c.Shell), ShellQuote(c.File))
 		} else {
-			fmt.Fprintf(&b, "capture %s %s\n", c.Name, shellQuote(c.Shell))
+			fmt.Fprintf(&b, "capture %s %s\n", c.Name, ShellQuote(c.Shell))
 		}
 	}
 	b.WriteString("echo " + markDone + "\n")
@@ -118,7 +118,7 @@ func InitScript(setup []string, captures []Capture) string {
 	return b.String()
 }
 
-// shellQuote quotes s for sh as one word.
-func shellQuote(s string) string {
+// ShellQuote quotes s for sh as one word.
+func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
