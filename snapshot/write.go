@@ -425,18 +425,6 @@ func (c *capture) link(name string) {
 	c.add(name, &member{typ: tar.TypeSymlink, perm: 0o777, target: target})
 }
 
-// listDir lists the directory name and records it, or records why it could
-// not and returns false.
-func (c *capture) listDir(name string) ([]hostfs.DirEntry, bool) {
-	ents, err := c.src.ReadDir(name)
-	if err != nil {
-		c.skip(hostfs.PathError("readdir", name, err))
-		return nil, false
-	}
-	c.dir(name)
-	return ents, true
-}
-
 // dir records the directory name itself.
 func (c *capture) dir(name string) { c.add(name, &member{typ: tar.TypeDir, perm: 0o755}) }
 
