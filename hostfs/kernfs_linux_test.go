@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -146,5 +148,91 @@ func TestKernfsDirectoryRead(t *testing.T) {
 	_, err := sys.Read("devices", make([]byte, 16), false)
 	if !errors.Is(err, errIsDir) {
 		t.Errorf("Read(/sys/devices) = %v, want %v", err, errIsDir)
+	}
+}
+
+// TestKernfsMountedOver: an attribute another file is mounted over is not read the
+// kernfs way. In a mount namespace of its own (as root), a regular file mounted over
+// numa_node is read, after the careful look, as that file, and /dev/null mounted over
+// resource is refused without being opened. The namespace is the calling thread's
+// (unshare(2) on a locked thread, which the runtime discards when the goroutine
+// ends), so the machine's mounts are never touched.
+func TestKernfsMountedOver(t *testing.T) {
+	liveSysfs(t)
+	if os.Geteuid() != 0 {
+		const msg = "needs root for a mount namespace of its own"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	file := filepath.Join(t.TempDir(), "numa_node")
+	if err := os.WriteFile(file, []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			t.Errorf("unshare: %v", err)
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			t.Errorf("making / private: %v", err)
+			return
+		}
+		// Opened in the new namespace: a descriptor from before would walk the
+		// old one's mounts.
+		root, err := Open("/")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer root.Close()
+		mountedOver(t, root, file)
+	}()
+	<-done
+}
+
+func mountedOver(t *testing.T, root Root, file string) {
+	fns, err := root.Names("sys/bus/pci/devices")
+	if err != nil || len(fns) == 0 {
+		t.Errorf("no PCI functions: %v", err)
+		return
+	}
+	dir, err := root.LinkTarget(path.Join("sys/bus/pci/devices", fns[0]))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for _, m := range [][2]string{{file, "numa_node"}, {"/dev/null", "resource"}} {
+		if err := unix.Mount(m[0], filepath.Join("/", dir, m[1]), "", unix.MS_BIND, ""); err != nil {
+			t.Errorf("mount --bind %s over %s: %v", m[0], m[1], err)
+			return
+		}
+	}
+	d, err := root.Sub(dir)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer d.Close()
+	if ft, ok := d.t.(*fdTree); !ok || !ft.kernfs {
+		t.Errorf("%s: not taken for sysfs", dir)
+		return
+	}
+	buf := make([]byte, 64)
+	n, perm, err := d.ReadPerm("numa_node", buf, false)
+	if err != nil || string(buf[:n]) != "7\n" || perm != 0o644 {
+		t.Errorf("numa_node with a file mounted over it: %q, %v, %v; want the file's \"7\\n\", -rw-r--r--", buf[:n], perm, err)
+	}
+	for _, read := range []func() error{
+		func() error { _, err := d.Read("resource", buf, false); return err },
+		func() error { _, _, err := d.ReadPerm("resource", buf, false); return err },
+	} {
+		if err := read(); !errors.Is(err, ErrNotFile) {
+			t.Errorf("resource with /dev/null mounted over it: %v, want %v", err, ErrNotFile)
+		}
 	}
 }
