@@ -244,9 +244,9 @@ var noOpenat2 atomic.Bool
 // openat2(2) and RESOLVE_NO_XDEV: a name that another file system is mounted over
 // gives EXDEV instead of opening it. ok is false, and nothing was opened, when
 // openat2 is not available.
-func openSameMount(dirfd int, name string, flags int) (fd int, err error, ok bool) {
+func openSameMount(dirfd int, name string, flags int) (fd int, ok bool, err error) {
 	if noOpenat2.Load() {
-		return -1, nil, false
+		return -1, false, nil
 	}
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: unix.RESOLVE_NO_XDEV}
 	for {
@@ -256,9 +256,9 @@ func openSameMount(dirfd int, name string, flags int) (fd int, err error, ok boo
 			continue
 		case unix.ENOSYS, unix.EPERM:
 			noOpenat2.Store(true)
-			return -1, nil, false
+			return -1, false, nil
 		}
-		return fd, err, true
+		return fd, true, err
 	}
 }
 
@@ -342,7 +342,7 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 func (t *fdTree) openRegular(name string, wantPerm bool) (int, fs.FileMode, error) {
 	var st unix.Stat_t
 	if t.kernfs {
-		fd, err, ok := openSameMount(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+		fd, ok, err := openSameMount(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 		switch {
 		case !ok || errors.Is(err, unix.EXDEV): // the careful way below
 		case err != nil:
@@ -566,7 +566,7 @@ func (t *fdTree) sub(name string) (tree, error) {
 		// directory another one is mounted on is looked at (fstatfs). Without
 		// openat2 nothing is opened the kernfs way, so nothing is looked at.
 		kernfs := t.kernfs
-		fd, err, ok := openSameMount(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+		fd, ok, err := openSameMount(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 		switch {
 		case !ok:
 			fd, err = openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)

@@ -47,7 +47,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	baseline := fl.String("baseline", "", "an earlier static p2pcheck to time beside it")
 	lspci := fl.String("lspci", "/usr/bin/lspci", "the lspci to time it against (its shared libraries go into the guest)")
 	pciIDs := fl.String("pci-ids", "/usr/share/misc/pci.ids", "the pci.ids both read")
-	kernel := fl.String("kernel", cmp.Or(os.Getenv("P2PKIT_ORACLE_KERNEL"), vmtest.OracleKernelPath(".")), "the guest kernel")
+	kernel := fl.String("kernel", cmp.Or(os.Getenv("P2PKIT_ORACLE_KERNEL"), vmtest.OracleKernelPath(".")), "the guest kernel: SR-IOV and NVMe built in, as in the P2PDMA test kernel (see docs/contributing.md)")
 	qemu := fl.String("qemu", cmp.Or(os.Getenv("P2PKIT_QEMU"), "qemu-system-x86_64"), "QEMU")
 	busybox := fl.String("busybox", cmp.Or(os.Getenv("P2PKIT_BUSYBOX"), "/bin/busybox"), "a static busybox")
 	groups := fl.Int("groups", 8, "root ports, each with an SR-IOV NVMe")
