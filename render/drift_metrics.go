@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/p2pkit/p2pkit/drift"
+	"github.com/p2pkit/p2pkit/internal/promtext"
 )
 
 // OutcomeValue is the number a drift outcome takes in the metrics, on the scale
@@ -34,21 +33,20 @@ func OutcomeValue(o drift.Outcome) float64 {
 // p2pcheck_fabric_drift_changes{kind} for every kind and
 // p2pcheck_fabric_drift_outcome (OutcomeValue), and the golden's own signature
 // as p2pcheck_fabric_golden_signature_info{signature} 1.
-func FabricMetrics(reg *prometheus.Registry, signature string, golden *DiffReport) {
-	gauge := gauges(reg)
-	gauge("p2pcheck_fabric_signature_info", "Fabric signature of the node: a hash of the facts its peer-to-peer verdicts rest on; always 1.", "signature").
-		WithLabelValues(signature).Set(1)
+func FabricMetrics(reg *promtext.Registry, signature string, golden *DiffReport) {
+	reg.Gauge("p2pcheck_fabric_signature_info", "Fabric signature of the node: a hash of the facts its peer-to-peer verdicts rest on; always 1.", "signature").
+		Set(1, signature)
 	if golden == nil {
 		return
 	}
-	gauge("p2pcheck_fabric_golden_signature_info", "Fabric signature of the golden file the node is compared with; always 1.", "signature").
-		WithLabelValues(golden.Golden.Signature).Set(1)
-	changes := gauge("p2pcheck_fabric_drift_changes", "Differences of each kind between the node and the golden file (p2pcheck diff).", "kind")
+	reg.Gauge("p2pcheck_fabric_golden_signature_info", "Fabric signature of the golden file the node is compared with; always 1.", "signature").
+		Set(1, golden.Golden.Signature)
+	changes := reg.Gauge("p2pcheck_fabric_drift_changes", "Differences of each kind between the node and the golden file (p2pcheck diff).", "kind")
 	for _, k := range drift.Kinds() {
-		changes.WithLabelValues(string(k)).Set(float64(golden.Counts[k]))
+		changes.Set(float64(golden.Counts[k]), string(k))
 	}
-	gauge("p2pcheck_fabric_drift_outcome", "Drift from the golden file: 0 none, 1 no verdict changed, 2 verdicts changed, 5 could not compare.").
-		WithLabelValues().Set(OutcomeValue(golden.Outcome))
+	reg.Gauge("p2pcheck_fabric_drift_outcome", "Drift from the golden file: 0 none, 1 no verdict changed, 2 verdicts changed, 5 could not compare.").
+		Set(OutcomeValue(golden.Outcome))
 }
 
 // DiffMetrics fills the registry of p2pcheck diff's own textfile. Its metrics
@@ -59,19 +57,17 @@ func FabricMetrics(reg *prometheus.Registry, signature string, golden *DiffRepor
 //   - p2pcheck_diff_changes{kind}: the differences of each kind
 //   - p2pcheck_diff_outcome (OutcomeValue) and p2pcheck_diff_exit_code
 //   - p2pcheck_diff_last_run_timestamp_seconds
-func DiffMetrics(reg *prometheus.Registry, r DiffReport, start time.Time) error {
-	gauge := gauges(reg)
-	gauge("p2pcheck_diff_info", "Fabric signatures of the golden file and of the node p2pcheck diff compared; always 1.", "golden_signature", "node_signature").
-		WithLabelValues(r.Golden.Signature, r.Node.Signature).Set(1)
-	changes := gauge("p2pcheck_diff_changes", "Differences of each kind between the node and the golden file.", "kind")
+func DiffMetrics(reg *promtext.Registry, r DiffReport, start time.Time) {
+	reg.Gauge("p2pcheck_diff_info", "Fabric signatures of the golden file and of the node p2pcheck diff compared; always 1.", "golden_signature", "node_signature").
+		Set(1, r.Golden.Signature, r.Node.Signature)
+	changes := reg.Gauge("p2pcheck_diff_changes", "Differences of each kind between the node and the golden file.", "kind")
 	for _, k := range drift.Kinds() {
-		changes.WithLabelValues(string(k)).Set(float64(r.Counts[k]))
+		changes.Set(float64(r.Counts[k]), string(k))
 	}
-	gauge("p2pcheck_diff_outcome", "Drift from the golden file: 0 none, 1 no verdict changed, 2 verdicts changed, 5 could not compare.").
-		WithLabelValues().Set(OutcomeValue(r.Outcome))
-	gauge("p2pcheck_diff_exit_code", "Exit code of the p2pcheck diff run that wrote this file.").WithLabelValues().Set(float64(r.ExitCode))
-	gauge("p2pcheck_diff_last_run_timestamp_seconds", "Unix time the p2pcheck diff run started.").WithLabelValues().Set(float64(start.Unix()))
-	return nil
+	reg.Gauge("p2pcheck_diff_outcome", "Drift from the golden file: 0 none, 1 no verdict changed, 2 verdicts changed, 5 could not compare.").
+		Set(OutcomeValue(r.Outcome))
+	reg.Gauge("p2pcheck_diff_exit_code", "Exit code of the p2pcheck diff run that wrote this file.").Set(float64(r.ExitCode))
+	reg.Gauge("p2pcheck_diff_last_run_timestamp_seconds", "Unix time the p2pcheck diff run started.").Set(float64(start.Unix()))
 }
 
 // DiffNFD writes a comparison as a node-feature-discovery features.d file (see

@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
-
 	"github.com/p2pkit/p2pkit/drift"
+	"github.com/p2pkit/p2pkit/internal/promtext"
 	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 )
 
@@ -32,17 +30,11 @@ func promtool(t *testing.T) string {
 }
 
 // textfile writes a registry as node_exporter's textfile collector reads it.
-func textfile(t *testing.T, reg *prometheus.Registry) []byte {
+func textfile(t *testing.T, reg *promtext.Registry) []byte {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b bytes.Buffer
-	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
-			t.Fatal(err)
-		}
+	if err := reg.Write(&b); err != nil {
+		t.Fatal(err)
 	}
 	return b.Bytes()
 }
@@ -61,10 +53,8 @@ func sampleReport() DiffReport {
 func TestDriftMetrics(t *testing.T) {
 	bin := promtool(t)
 	rep := sampleReport()
-	regs := map[string]*prometheus.Registry{"diff": prometheus.NewRegistry(), "report": prometheus.NewRegistry()}
-	if err := DiffMetrics(regs["diff"], rep, time.Unix(1764600000, 0)); err != nil {
-		t.Fatal(err)
-	}
+	regs := map[string]*promtext.Registry{"diff": new(promtext.Registry), "report": new(promtext.Registry)}
+	DiffMetrics(regs["diff"], rep, time.Unix(1764600000, 0))
 	FabricMetrics(regs["report"], rep.Node.Signature, &rep)
 	for name, reg := range regs {
 		b := textfile(t, reg)
@@ -101,7 +91,7 @@ func TestFabricRules(t *testing.T) {
 	}
 	var series []string
 	for i, sig := range []string{"6ec56cdfad5ea551", "6ec56cdfad5ea551", "ea8fb0c0d310ea6c", "6ec56cdfad5ea551", "6ec56cdfad5ea551"} {
-		reg := prometheus.NewRegistry()
+		reg := new(promtext.Registry)
 		rep := sampleReport()
 		if sig == rep.Golden.Signature {
 			rep.Result, rep.Outcome = drift.Result{}, drift.OutcomeNone

@@ -1,15 +1,11 @@
 package render
 
 import (
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/internal/promtext"
 )
 
 // StatusValue is the number a status takes in the p2pcheck_check_status and
@@ -32,8 +28,8 @@ func StatusValue(s check.Status) float64 {
 }
 
 // PrometheusRegistry returns a registry holding the report as metrics for
-// node_exporter's textfile collector (prometheus/node_exporter, collector/textfile.go), ready for
-// prometheus.WriteToTextfile, which writes atomically:
+// node_exporter's textfile collector (prometheus/node_exporter,
+// collector/textfile.go):
 //
 //   - p2pcheck_check_status{check,subject}: every check with subject "" and
 //     every finding that needs attention with its subject
@@ -54,14 +50,13 @@ func StatusValue(s check.Status) float64 {
 //   - p2pcheck_build_info{version,driver,cuda} 1
 //
 // Status values are those of StatusValue. No sample carries a timestamp: the
-// textfile collector rejects them. The command writes the registry through
-// [WithMode], which labels every series with the kind of run.
-func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Registry, error) {
-	reg := prometheus.NewRegistry()
-	gauge := gauges(reg)
-	status := gauge("p2pcheck_check_status", "Status of a p2pcheck check (0 pass, 1 warn, 2 fail, 3 skip, 4 error, 5 unknown); subject \"\" is the whole check.", "check", "subject")
+// textfile collector rejects them. The command writes the registry with
+// [ModeLabel], which labels every series with the kind of run.
+func PrometheusRegistry(r check.Report, duration time.Duration) *promtext.Registry {
+	reg := new(promtext.Registry)
+	status := reg.Gauge("p2pcheck_check_status", "Status of a p2pcheck check (0 pass, 1 warn, 2 fail, 3 skip, 4 error, 5 unknown); subject \"\" is the whole check.", "check", "subject")
 	for _, c := range r.Checks {
-		status.WithLabelValues(c.ID, "").Set(StatusValue(c.Status))
+		status.Set(StatusValue(c.Status), c.ID, "")
 		seen := map[string]float64{}
 		for _, f := range c.Findings {
 			if f.Status == check.Pass {
@@ -71,25 +66,25 @@ func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Reg
 				continue
 			}
 			seen[f.Subject] = StatusValue(f.Status)
-			status.WithLabelValues(c.ID, f.Subject).Set(StatusValue(f.Status))
+			status.Set(StatusValue(f.Status), c.ID, f.Subject)
 		}
 	}
-	gauge("p2pcheck_overall_status", "Overall node status (0 pass, 1 warn, 2 fail, 4 error, 5 unknown).").WithLabelValues().Set(StatusValue(r.Overall))
+	reg.Gauge("p2pcheck_overall_status", "Overall node status (0 pass, 1 warn, 2 fail, 4 error, 5 unknown).").Set(StatusValue(r.Overall))
 
-	kinds := gauge("p2pcheck_devices", "Devices of interest of each kind (GPU, RDMA NIC, Ethernet NIC, NVMe, accelerator, p2pmem).", "kind")
+	kinds := reg.Gauge("p2pcheck_devices", "Devices of interest of each kind (GPU, RDMA NIC, Ethernet NIC, NVMe, accelerator, p2pmem).", "kind")
 	for _, d := range r.Devices {
-		kinds.WithLabelValues(d.Kind).Inc()
+		kinds.Add(1, d.Kind)
 	}
-	width := gauge("p2pcheck_pcie_link_width", "PCIe link width in lanes of a device of interest.", "bdf", "kind", "state")
-	gen := gauge("p2pcheck_pcie_link_generation", "PCIe link generation (1 = 2.5 GT/s ... 6 = 64 GT/s) of a device of interest.", "bdf", "kind", "state")
-	bar1 := gauge("p2pcheck_bar1_total_bytes", "Size of an NVIDIA GPU's BAR1 aperture in bytes (NVML, else sysfs).", "gpu", "bdf")
-	bar1Used := gauge("p2pcheck_bar1_used_bytes", "BAR1 bytes in use on an NVIDIA GPU (NVML).", "gpu", "bdf")
+	width := reg.Gauge("p2pcheck_pcie_link_width", "PCIe link width in lanes of a device of interest.", "bdf", "kind", "state")
+	gen := reg.Gauge("p2pcheck_pcie_link_generation", "PCIe link generation (1 = 2.5 GT/s ... 6 = 64 GT/s) of a device of interest.", "bdf", "kind", "state")
+	bar1 := reg.Gauge("p2pcheck_bar1_total_bytes", "Size of an NVIDIA GPU's BAR1 aperture in bytes (NVML, else sysfs).", "gpu", "bdf")
+	bar1Used := reg.Gauge("p2pcheck_bar1_used_bytes", "BAR1 bytes in use on an NVIDIA GPU (NVML).", "gpu", "bdf")
 	for _, d := range r.Devices {
 		bdf := d.BDF.String()
 		if l := d.Link; l != nil {
-			set := func(g *prometheus.GaugeVec, state string, v int) {
+			set := func(g *promtext.Family, state string, v int) {
 				if v > 0 {
-					g.WithLabelValues(bdf, d.Kind, state).Set(float64(v))
+					g.Set(float64(v), bdf, d.Kind, state)
 				}
 			}
 			set(width, "current", l.CurrentWidth)
@@ -103,41 +98,40 @@ func PrometheusRegistry(r check.Report, duration time.Duration) (*prometheus.Reg
 		idx := strconv.Itoa(*d.Index)
 		switch {
 		case d.BAR1Total != nil:
-			bar1.WithLabelValues(idx, bdf).Set(float64(*d.BAR1Total))
+			bar1.Set(float64(*d.BAR1Total), idx, bdf)
 		case d.BAR1Bytes != nil:
-			bar1.WithLabelValues(idx, bdf).Set(float64(*d.BAR1Bytes))
+			bar1.Set(float64(*d.BAR1Bytes), idx, bdf)
 		}
 		if d.BAR1Used != nil {
-			bar1Used.WithLabelValues(idx, bdf).Set(float64(*d.BAR1Used))
+			bar1Used.Set(float64(*d.BAR1Used), idx, bdf)
 		}
 	}
 	if len(r.AER) > 0 {
-		aer := prometheus.NewCounterVec(prometheus.CounterOpts{Name: aerMetric,
-			Help: "AER errors the kernel counted for a function on a peer path since boot (aer_dev_*); read back by the next run to judge growth."},
-			[]string{"bdf", "severity"})
-		reg.MustRegister(aer)
+		aer := reg.Counter(aerMetric,
+			"AER errors the kernel counted for a function on a peer path since boot (aer_dev_*); read back by the next run to judge growth.",
+			"bdf", "severity")
 		for _, a := range r.AER {
 			bdf := a.BDF.String()
-			aer.WithLabelValues(bdf, "correctable").Add(float64(a.Correctable))
-			aer.WithLabelValues(bdf, "nonfatal").Add(float64(a.NonFatal))
-			aer.WithLabelValues(bdf, "fatal").Add(float64(a.Fatal))
+			aer.Add(float64(a.Correctable), bdf, "correctable")
+			aer.Add(float64(a.NonFatal), bdf, "nonfatal")
+			aer.Add(float64(a.Fatal), bdf, "fatal")
 		}
 	}
 	if p := r.Probe; p != nil {
-		bw := gauge("p2pcheck_p2p_bandwidth_bytes_per_second", "Peer-to-peer copy bandwidth measured by --probe.", "src_gpu", "dst_gpu", "engine")
-		ok := gauge("p2pcheck_p2p_data_verified", "1 when --probe found the copied pattern intact, 0 when not.", "src_gpu", "dst_gpu")
+		bw := reg.Gauge("p2pcheck_p2p_bandwidth_bytes_per_second", "Peer-to-peer copy bandwidth measured by --probe.", "src_gpu", "dst_gpu", "engine")
+		ok := reg.Gauge("p2pcheck_p2p_data_verified", "1 when --probe found the copied pattern intact, 0 when not.", "src_gpu", "dst_gpu")
 		for _, pp := range p.Pairs {
 			if !pp.PeerAccess || pp.Err != "" {
 				continue
 			}
 			src, dst := strconv.Itoa(pp.Src), strconv.Itoa(pp.Dst)
-			bw.WithLabelValues(src, dst, "ce").Set(pp.BytesPerSecond)
-			ok.WithLabelValues(src, dst).Set(boolFloat(pp.Verified && pp.HostVerified))
+			bw.Set(pp.BytesPerSecond, src, dst, "ce")
+			ok.Set(boolFloat(pp.Verified && pp.HostVerified), src, dst)
 		}
 	}
-	runMetrics(gauge, Run{Up: true, ExitCode: r.ExitCode, Start: r.Timestamp, Duration: duration,
+	runMetrics(reg, Run{Up: true, ExitCode: r.ExitCode, Start: r.Timestamp, Duration: duration,
 		ToolVersion: r.ToolVersion, Driver: r.Environment.Driver, CUDA: r.Environment.CUDA})
-	return reg, nil
+	return reg
 }
 
 func boolFloat(b bool) float64 {
@@ -165,26 +159,11 @@ func Mode(quick, probe bool) string {
 	return ModeFull
 }
 
-// WithMode returns g with the label mode="quick", "full" or "probe" on every
-// series. node_exporter's textfile collector (prometheus/node_exporter,
-// collector/textfile.go) merges the families of every *.prom file in its
-// directory and drops series that two files both have, so a node that writes
-// the --quick report (p2pcheck-quick.prom) and the full one (p2pcheck.prom)
-// side by side needs the label to keep both: no series of one file can equal a
-// series of the other.
-func WithMode(g prometheus.Gatherer, mode string) prometheus.Gatherer {
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		mfs, err := g.Gather()
-		if err != nil {
-			return nil, err
-		}
-		name := "mode"
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				m.Label = append(m.Label, &dto.LabelPair{Name: &name, Value: &mode})
-				slices.SortFunc(m.Label, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
-			}
-		}
-		return mfs, nil
-	})
-}
+// ModeLabel returns the label mode="quick", "full" or "probe" that the command
+// writes on every series. node_exporter's textfile collector
+// (prometheus/node_exporter, collector/textfile.go) merges the families of every
+// *.prom file in its directory and drops series that two files both have, so a
+// node that writes the --quick report (p2pcheck-quick.prom) and the full one
+// (p2pcheck.prom) side by side needs the label to keep both: no series of one
+// file can equal a series of the other.
+func ModeLabel(mode string) promtext.Label { return promtext.Label{Name: "mode", Value: mode} }

@@ -1,15 +1,12 @@
 package render
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
+	"github.com/p2pkit/p2pkit/internal/promtext"
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
@@ -43,8 +40,7 @@ func PreviousAER(r io.Reader) (map[pcie.Address]pcie.AERCounts, error) {
 	if len(b) > maxTextfile {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrTextfile, maxTextfile)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
+	fams, err := promtext.Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTextfile, err)
 	}
@@ -55,33 +51,21 @@ func PreviousAER(r io.Reader) (map[pcie.Address]pcie.AERCounts, error) {
 			return out, nil
 		}
 	}
-	for _, m := range fam.GetMetric() {
-		var bdf, sev string
-		for _, l := range m.GetLabel() {
-			switch l.GetName() {
-			case "bdf":
-				bdf = l.GetValue()
-			case "severity":
-				sev = l.GetValue()
-			}
-		}
+	switch fam.Type {
+	case promtext.Counter, promtext.Gauge, promtext.Untyped:
+	default:
+		return nil, fmt.Errorf("%w: %s is a %s, neither a counter, a gauge nor untyped", ErrTextfile, fam.Name, fam.Type)
+	}
+	for _, m := range fam.Samples {
+		bdf, _ := m.Label("bdf")
+		sev, _ := m.Label("severity")
 		a, err := pcie.ParseAddress(bdf)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s bdf %q: %w", ErrTextfile, fam.GetName(), bdf, err)
+			return nil, fmt.Errorf("%w: %s bdf %q: %w", ErrTextfile, fam.Name, bdf, err)
 		}
-		var v float64
-		switch {
-		case m.GetCounter() != nil:
-			v = m.GetCounter().GetValue()
-		case m.GetGauge() != nil:
-			v = m.GetGauge().GetValue()
-		case m.GetUntyped() != nil:
-			v = m.GetUntyped().GetValue()
-		default:
-			return nil, fmt.Errorf("%w: %s{bdf=%q} is neither a counter, a gauge nor untyped", ErrTextfile, fam.GetName(), bdf)
-		}
+		v := m.Value
 		if v < 0 || v > 1<<53 || v != math.Trunc(v) {
-			return nil, fmt.Errorf("%w: %s{bdf=%q,severity=%q} = %v is not a count", ErrTextfile, fam.GetName(), bdf, sev, v)
+			return nil, fmt.Errorf("%w: %s{bdf=%q,severity=%q} = %v is not a count", ErrTextfile, fam.Name, bdf, sev, v)
 		}
 		c := out[a]
 		switch sev {
@@ -92,7 +76,7 @@ func PreviousAER(r io.Reader) (map[pcie.Address]pcie.AERCounts, error) {
 		case "fatal":
 			c.Fatal = uint64(v)
 		default:
-			return nil, fmt.Errorf("%w: %s{bdf=%q} has severity %q", ErrTextfile, fam.GetName(), bdf, sev)
+			return nil, fmt.Errorf("%w: %s{bdf=%q} has severity %q", ErrTextfile, fam.Name, bdf, sev)
 		}
 		out[a] = c
 	}

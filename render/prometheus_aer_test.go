@@ -3,15 +3,11 @@ package render
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/pcie"
 )
@@ -24,18 +20,11 @@ func TestPreviousAERRoundTrip(t *testing.T) {
 		{BDF: a, Correctable: 37, NonFatal: 1, Fatal: 0},
 		{BDF: b, Correctable: 0, NonFatal: 0, Fatal: 2},
 	}}
-	reg, err := PrometheusRegistry(rep, time.Second)
-	if err != nil {
+	var buf bytes.Buffer
+	if err := PrometheusRegistry(rep, time.Second).Write(&buf, ModeLabel(ModeQuick)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "p2pcheck.prom")
-	if err := prometheus.WriteToTextfile(path, WithMode(reg, ModeQuick)); err != nil {
-		t.Fatal(err)
-	}
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := buf.Bytes()
 	got, err := PreviousAER(bytes.NewReader(text))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 package render_test
 
 import (
-	"path/filepath"
+	"bytes"
 	"slices"
 	"sort"
 	"strconv"
@@ -10,28 +10,30 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/internal/promtext"
 	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 	"github.com/p2pkit/p2pkit/render"
 )
 
-// writeTextfile writes r as node_exporter reads it and parses it back.
+// writeTextfile writes r as node_exporter reads it and parses it back with
+// prometheus/common's parser.
 func writeTextfile(t *testing.T, r check.Report) map[string]*dto.MetricFamily {
 	t.Helper()
-	reg, err := render.PrometheusRegistry(r, 1500*time.Millisecond)
-	if err != nil {
+	return testsupport.Metrics(t, bytes.NewReader(text(t, render.PrometheusRegistry(r, 1500*time.Millisecond))))
+}
+
+// text returns what reg writes.
+func text(t *testing.T, reg *promtext.Registry, extra ...promtext.Label) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := reg.Write(&b, extra...); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "p2pcheck.prom")
-	if err := prometheus.WriteToTextfile(path, reg); err != nil {
-		t.Fatal(err)
-	}
-	fams := testsupport.MetricsFile(t, path)
-	return fams
+	return b.Bytes()
 }
 
 // series flattens a family to "label=value,... value" strings, sorted.
@@ -138,25 +140,16 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// TestPrometheusMode: WithMode labels every series with the run's mode, so
+// TestPrometheusMode: ModeLabel labels every series with the run's mode, so
 // that the --quick and the full textfile of one node share no series; the
 // families and values are otherwise those of the registry.
 func TestPrometheusMode(t *testing.T) {
 	r := machineReport(t, "dgx-h100")
-	reg, err := render.PrometheusRegistry(r, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := render.PrometheusRegistry(r, time.Second)
+	plain := testsupport.Metrics(t, bytes.NewReader(text(t, reg)))
 	seen := map[string]string{}
 	for _, mode := range []string{render.Mode(true, false), render.Mode(false, false), render.Mode(false, true)} {
-		mfs, err := render.WithMode(reg, mode).Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
+		mfs := testsupport.Metrics(t, bytes.NewReader(text(t, reg, render.ModeLabel(mode))))
 		if len(mfs) != len(plain) {
 			t.Fatalf("%s: %d families, want %d", mode, len(mfs), len(plain))
 		}

@@ -5,9 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/p2pkit/p2pkit/check"
+	"github.com/p2pkit/p2pkit/internal/promtext"
 )
 
 // Run describes one p2pcheck run for the metrics every textfile carries,
@@ -22,38 +21,27 @@ type Run struct {
 	ToolVersion, Driver, CUDA string
 }
 
-// gaugeFunc registers and returns a gauge family.
-type gaugeFunc func(name, help string, labels ...string) *prometheus.GaugeVec
-
-func gauges(reg *prometheus.Registry) gaugeFunc {
-	return func(name, help string, labels ...string) *prometheus.GaugeVec {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-		reg.MustRegister(g)
-		return g
-	}
-}
-
 // runMetrics sets the metrics of the run itself: p2pcheck_up,
 // p2pcheck_exit_code, p2pcheck_last_run_timestamp_seconds,
 // p2pcheck_run_duration_seconds and p2pcheck_build_info. A stale file shows in
 // time() - p2pcheck_last_run_timestamp_seconds.
-func runMetrics(gauge gaugeFunc, r Run) {
-	gauge("p2pcheck_up", "1 when the p2pcheck run that wrote this file read the machine and ran its checks, 0 when it could not evaluate the node.").WithLabelValues().Set(boolFloat(r.Up))
-	gauge("p2pcheck_exit_code", "Exit code of the p2pcheck run that wrote this file.").WithLabelValues().Set(float64(r.ExitCode))
-	gauge("p2pcheck_last_run_timestamp_seconds", "Unix time the p2pcheck run started.").WithLabelValues().Set(float64(r.Start.Unix()))
-	gauge("p2pcheck_run_duration_seconds", "How long the p2pcheck run took.").WithLabelValues().Set(r.Duration.Seconds())
-	gauge("p2pcheck_build_info", "p2pcheck version and the NVIDIA driver and CUDA versions it saw; always 1.", "version", "driver", "cuda").
-		WithLabelValues(r.ToolVersion, r.Driver, r.CUDA).Set(1)
+func runMetrics(reg *promtext.Registry, r Run) {
+	reg.Gauge("p2pcheck_up", "1 when the p2pcheck run that wrote this file read the machine and ran its checks, 0 when it could not evaluate the node.").Set(boolFloat(r.Up))
+	reg.Gauge("p2pcheck_exit_code", "Exit code of the p2pcheck run that wrote this file.").Set(float64(r.ExitCode))
+	reg.Gauge("p2pcheck_last_run_timestamp_seconds", "Unix time the p2pcheck run started.").Set(float64(r.Start.Unix()))
+	reg.Gauge("p2pcheck_run_duration_seconds", "How long the p2pcheck run took.").Set(r.Duration.Seconds())
+	reg.Gauge("p2pcheck_build_info", "p2pcheck version and the NVIDIA driver and CUDA versions it saw; always 1.", "version", "driver", "cuda").
+		Set(1, r.ToolVersion, r.Driver, r.CUDA)
 }
 
 // PrometheusUnevaluated returns the textfile registry of a run that could not
 // evaluate the node (exit 3 before any check ran: no sysfs, an unreadable
 // snapshot, a budget exceeded): only the run's own metrics, with p2pcheck_up 0,
 // so that the previous run's results do not stay in place looking current.
-func PrometheusUnevaluated(r Run) *prometheus.Registry {
-	reg := prometheus.NewRegistry()
+func PrometheusUnevaluated(r Run) *promtext.Registry {
+	reg := new(promtext.Registry)
 	r.Up = false
-	runMetrics(gauges(reg), r)
+	runMetrics(reg, r)
 	return reg
 }
 

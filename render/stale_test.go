@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
 	"github.com/p2pkit/p2pkit/render"
@@ -18,17 +17,7 @@ import (
 func TestPrometheusUnevaluated(t *testing.T) {
 	start := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 	reg := render.PrometheusUnevaluated(render.Run{ExitCode: 3, Start: start, Duration: 250 * time.Millisecond, ToolVersion: "v0.3.0"})
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fams := testsupport.Metrics(t, &b)
+	fams := testsupport.Metrics(t, bytes.NewReader(text(t, reg)))
 	got := map[string][]string{}
 	for name, f := range fams {
 		got[name] = series(f)

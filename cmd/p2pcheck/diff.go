@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/p2pkit/p2pkit/drift"
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/cli"
+	"github.com/p2pkit/p2pkit/internal/promtext"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/render"
 	"github.com/p2pkit/p2pkit/snapshot"
@@ -219,11 +219,9 @@ func openInput(path string, m *hostfs.Meter) (hostfs.Root, error) {
 // comparison, where asked for.
 func (do *diffOptions) writeFleetFiles(rep render.DiffReport) error {
 	if do.prometheus != "" {
-		reg := prometheus.NewRegistry()
-		err := render.DiffMetrics(reg, rep, now())
-		if err == nil {
-			err = writeFileAtomic(do.prometheus, true, func(f *os.File) error { return writeTextfile(f, reg) })
-		}
+		reg := new(promtext.Registry)
+		render.DiffMetrics(reg, rep, now())
+		err := writeFileAtomic(do.prometheus, true, func(f *os.File) error { return writeTextfile(f, reg) })
 		if err != nil {
 			return noEvalError(fmt.Errorf("--prometheus: %w", err))
 		}
@@ -350,7 +348,7 @@ func (do *diffOptions) runFleet(args []string) error {
 // with --golden, its differences from the golden snapshot. A golden file that
 // cannot be read is a warning and the drift outcome "could not compare": the
 // report itself evaluated the node.
-func (ro *reportOptions) fabricMetrics(reg *prometheus.Registry, n *node.Node) {
+func (ro *reportOptions) fabricMetrics(reg *promtext.Registry, n *node.Node) {
 	s := drift.Summarize(n)
 	if ro.golden == "" {
 		render.FabricMetrics(reg, s.Signature().String(), nil)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -15,8 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	"github.com/spf13/cobra"
 
 	"github.com/p2pkit/p2pkit/check"
@@ -24,6 +23,7 @@ import (
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/cli"
+	"github.com/p2pkit/p2pkit/internal/promtext"
 	"github.com/p2pkit/p2pkit/node"
 	"github.com/p2pkit/p2pkit/pcie"
 	"github.com/p2pkit/p2pkit/provision"
@@ -504,12 +504,10 @@ func (ro *reportOptions) runProbe(n *node.Node, src check.Source) *check.ProbeRe
 // asked for, each atomically (writeFileAtomic).
 func (ro *reportOptions) writeFleetFiles(rep check.Report, took time.Duration, n *node.Node) error {
 	return ro.writeFleet(
-		func() (*prometheus.Registry, error) {
-			reg, err := render.PrometheusRegistry(rep, took)
-			if err == nil {
-				ro.fabricMetrics(reg, n)
-			}
-			return reg, err
+		func() *promtext.Registry {
+			reg := render.PrometheusRegistry(rep, took)
+			ro.fabricMetrics(reg, n)
+			return reg
 		},
 		func(w io.Writer) error { return render.NFDFeatures(w, rep, rep.Timestamp.Add(ro.nfdTTL)) })
 }
@@ -521,20 +519,17 @@ func (ro *reportOptions) writeUnevaluated(start time.Time) error {
 	start = start.UTC().Truncate(time.Second)
 	run := render.Run{ExitCode: exitNoEval, Start: start, Duration: now().Sub(start), ToolVersion: version()}
 	return ro.writeFleet(
-		func() (*prometheus.Registry, error) { return render.PrometheusUnevaluated(run), nil },
+		func() *promtext.Registry { return render.PrometheusUnevaluated(run) },
 		func(w io.Writer) error { return render.NFDUnevaluated(w, version(), start.Add(ro.nfdTTL)) })
 }
 
 // writeFleet writes the --prometheus file from the registry prom returns, every
-// series labelled with the run's mode (render.WithMode), and the --nfd file
+// series labelled with the run's mode (render.ModeLabel), and the --nfd file
 // with nfd, where asked for. Either failing is exit 3.
-func (ro *reportOptions) writeFleet(prom func() (*prometheus.Registry, error), nfd func(io.Writer) error) error {
+func (ro *reportOptions) writeFleet(prom func() *promtext.Registry, nfd func(io.Writer) error) error {
 	if ro.prometheus != "" {
-		reg, err := prom()
-		if err == nil {
-			g := render.WithMode(reg, render.Mode(ro.quick, ro.probe))
-			err = writeFileAtomic(ro.prometheus, true, func(f *os.File) error { return writeTextfile(f, g) })
-		}
+		reg, mode := prom(), render.ModeLabel(render.Mode(ro.quick, ro.probe))
+		err := writeFileAtomic(ro.prometheus, true, func(f *os.File) error { return writeTextfile(f, reg, mode) })
 		if err != nil {
 			return noEvalError(fmt.Errorf("--prometheus: %w", err))
 		}
@@ -548,20 +543,15 @@ func (ro *reportOptions) writeFleet(prom func() (*prometheus.Registry, error), n
 	return nil
 }
 
-// writeTextfile writes the registry's metrics in the text format node_exporter's
-// textfile collector reads (what prometheus.WriteToTextfile writes, through
-// writeFileAtomic's checks instead of its own rename).
-func writeTextfile(w io.Writer, g prometheus.Gatherer) error {
-	mfs, err := g.Gather()
-	if err != nil {
+// writeTextfile writes the registry's metrics, with the extra labels on every
+// series, in the text format node_exporter's textfile collector reads, through a
+// buffer: the file is written by writeFileAtomic, which renames it in place.
+func writeTextfile(f *os.File, reg *promtext.Registry, extra ...promtext.Label) error {
+	w := bufio.NewWriter(f)
+	if err := reg.Write(w, extra...); err != nil {
 		return err
 	}
-	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.Flush()
 }
 
 // every runs the report now and then every ro.interval until ctx is cancelled
