@@ -87,7 +87,7 @@ release-check:
 	  if command -v $(QEMU_ARM64) >/dev/null; then $(QEMU_ARM64) $(DIST)/$$f --version | grep ' $(VERSION) .*platform=linux/arm64$$'; fi; done
 	$(MAKE) --no-print-directory image-check
 
-# The man pages of every command (cobra's doc package) in bin/man.
+# The man pages of every command (p2pcheck man) in bin/man.
 .PHONY: man
 man: build
 	mkdir -p $(BIN)/man && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/p2pcheck man $(BIN)/man

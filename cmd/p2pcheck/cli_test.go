@@ -283,8 +283,13 @@ func TestCompletionValues(t *testing.T) {
 }
 
 // TestManPages: "p2pcheck man DIR" writes one page per command a user runs,
-// each a man page of that command, dated SOURCE_DATE_EPOCH.
+// each a man page of that command, dated SOURCE_DATE_EPOCH, that groff reads
+// without a warning and sets with the options and examples as typed.
 func TestManPages(t *testing.T) {
+	groff, err := exec.LookPath("groff")
+	if err != nil && os.Getenv("CI") == "true" {
+		t.Fatalf("groff is required in CI: %v", err)
+	}
 	dir := t.TempDir()
 	t.Setenv("SOURCE_DATE_EPOCH", "1764547200") // 2025-12-01
 	if code, out, stderr := p2pcheck("man", dir); code != exitOK || out != "" || stderr != "" {
@@ -315,10 +320,25 @@ func TestManPages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmdName := strings.TrimSuffix(name, ".1")
+		cmdName := strings.ReplaceAll(strings.TrimSuffix(name, ".1"), "-", `\-`)
 		title := strings.ToUpper(cmdName)
-		if !bytes.Contains(b, []byte(`.TH "`+title+`" "1" "Dec 2025"`)) || !bytes.Contains(b, []byte(".SH NAME\n"+cmdName+" - ")) {
+		if !bytes.Contains(b, []byte(`.TH "`+title+`" "1" "Dec 2025"`)) || !bytes.Contains(b, []byte(".SH NAME\n"+cmdName+` \- `)) {
 			t.Errorf("%s is not the man page of %s:\n%.300s", name, cmdName, b)
+		}
+		// groff reads the page without a warning (-ww: all of them).
+		if groff != "" {
+			out, err := exec.Command(groff, "-man", "-ww", "-z", filepath.Join(dir, name)).CombinedOutput()
+			if err != nil || len(out) > 0 {
+				t.Errorf("groff -man -ww -z %s: %v\n%s", name, err, out)
+			}
+		}
+	}
+	if groff != "" {
+		out, err := exec.Command(groff, "-man", "-Tascii", "-P-cbou", filepath.Join(dir, "p2pcheck-snapshot.1")).Output()
+		for _, want := range []string{"p2pcheck-snapshot - Capture", "p2pcheck snapshot -o FILE.tar.gz [flags]", "-o, --output=FILE", "--root=DIR", `(default "/")`, "p2pcheck snapshot -o $(hostname)-p2p.tar.gz", "p2pcheck(1)"} {
+			if err != nil || !bytes.Contains(out, []byte(want)) {
+				t.Errorf("p2pcheck-snapshot.1 as groff sets it has no %q (%v):\n%s", want, err, out)
+			}
 		}
 	}
 	// Written again, the pages are replaced.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
 
 	"github.com/p2pkit/p2pkit/check"
 	"github.com/p2pkit/p2pkit/node"
@@ -171,7 +170,7 @@ func (o *globalOptions) completeDevices(toComplete string) []string {
 }
 
 // newManCommand is "p2pcheck man DIR": a man page (section 1) for every
-// command, written by cobra's doc package into DIR as p2pcheck.1,
+// command, written by writeManPage into DIR as p2pcheck.1,
 // p2pcheck-topo.1, ... Each file is written atomically and replaced if it
 // exists. The pages are dated SOURCE_DATE_EPOCH when set (reproducible
 // builds, https://reproducible-builds.org/specs/source-date-epoch/), else today.
@@ -199,15 +198,14 @@ func newManCommand(root *cobra.Command) *cobra.Command {
 				}
 				date = time.Unix(sec, 0).UTC()
 			}
-			hdr := &doc.GenManHeader{Section: "1", Date: &date, Source: "p2pkit " + version(), Manual: "p2pkit manual"}
-			return writeManPages(root, hdr, args[0])
+			return writeManPages(root, manHeader{date: date, source: "p2pkit " + version(), manual: "p2pkit manual", section: "1"}, args[0])
 		},
 	}
 }
 
 // writeManPages writes the page of cmd and of every command below it that a
 // user can run (not hidden, not cobra's internal ones) into dir.
-func writeManPages(cmd *cobra.Command, hdr *doc.GenManHeader, dir string) error {
+func writeManPages(cmd *cobra.Command, hdr manHeader, dir string) error {
 	for _, c := range cmd.Commands() {
 		if !c.IsAvailableCommand() || c.IsAdditionalHelpTopicCommand() {
 			continue
@@ -216,10 +214,8 @@ func writeManPages(cmd *cobra.Command, hdr *doc.GenManHeader, dir string) error 
 			return err
 		}
 	}
-	cmd.DisableAutoGenTag = true
 	name := filepath.Join(dir, manPageName(cmd))
-	h := *hdr // GenMan titles the page after the command in its copy
-	err := writeFileAtomic(name, true, func(f *os.File) error { return doc.GenMan(cmd, &h, f) })
+	err := writeFileAtomic(name, true, func(f *os.File) error { return writeManPage(f, cmd, hdr) })
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
