@@ -146,3 +146,21 @@ func TestWriteStreams(t *testing.T) {
 	}
 	t.Logf("%d members, live heap %d MB before, at most %d MB while writing", sum.Members, ms.HeapAlloc>>20, w.max>>20)
 }
+
+// TestChild: child joins as path.Join does, for listed names and any other.
+func TestChild(t *testing.T) {
+	for _, tt := range []struct{ dir, name string }{
+		{"sys/devices/pci0000:00", "0000:00:01.0"},
+		{"sys/bus/pci/devices", "config"},
+		{"sys", ".."},
+		{"sys", "."},
+		{"sys", ""},
+		{"", "sys"},
+		{"sys", "a/../b"},
+		{"sys", "/abs"},
+	} {
+		if got, want := child(tt.dir, tt.name), join(tt.dir, tt.name); got != want {
+			t.Errorf("child(%q, %q) = %q, want %q", tt.dir, tt.name, got, want)
+		}
+	}
+}

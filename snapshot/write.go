@@ -42,6 +42,16 @@ const (
 // join joins root-relative name elements.
 func join(elem ...string) string { return path.Join(elem...) }
 
+// child is join(dir, name) for a clean dir and a name a directory listing gave,
+// which holds no slash and is never "." or ".." (getdents(2)), without path.Join's
+// cleaning: it was a tenth of a capture's time. Any other name is joined.
+func child(dir, name string) string {
+	if dir == "" || name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return join(dir, name)
+	}
+	return dir + "/" + name
+}
+
 // Summary says what [Write] wrote.
 type Summary struct {
 	Members int // tar members written
@@ -381,7 +391,7 @@ func (c *capture) fileEdit(name string, limit int, edit func([]byte) []byte) boo
 // takes it, unless toEOF asks to read on. The data lives in the capture's scratch
 // buffer.
 func (c *capture) fileIn(d hostfs.Root, dir, name string, limit int, toEOF bool, edit func([]byte)) {
-	full := join(dir, name)
+	full := child(dir, name)
 	buf := c.buf[:limit+1]
 	n, perm, err := d.ReadPerm(name, buf, toEOF)
 	if err == nil && n == len(buf) {
@@ -493,7 +503,6 @@ func (c *capture) deviceDir(w *hostfs.Walker, dir string) {
 	}
 	c.dir(dir)
 	for _, e := range ents {
-		name := join(dir, e.Name)
 		switch {
 		case e.Type == 0:
 			switch {
@@ -523,7 +532,7 @@ func (c *capture) deviceDir(w *hostfs.Walker, dir string) {
 				c.childNames(d, dir, e.Name)
 			}
 		default:
-			c.notRegular(name, e.Type)
+			c.notRegular(child(dir, e.Name), e.Type)
 		}
 	}
 }
@@ -532,7 +541,7 @@ func (c *capture) deviceDir(w *hostfs.Walker, dir string) {
 // returns the root-relative name it points to (see [hostfs.ResolveLink]); ok is
 // false, and the failure recorded, when it cannot be read or leads outside the root.
 func (c *capture) linkIn(d hostfs.Root, dir, name string) (resolved string, ok bool) {
-	full := join(dir, name)
+	full := child(dir, name)
 	target, err := d.ReadLink(name)
 	if err != nil {
 		c.skip(hostfs.PathError("readlink", full, err))
