@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/p2pkit/p2pkit/drift"
-	"github.com/p2pkit/p2pkit/internal/promtext"
+	"github.com/p2pkit/p2pkit/promtext"
 )
 
 // OutcomeValue is the number a drift outcome takes in the metrics, on the scale

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/p2pkit/p2pkit/drift"
-	"github.com/p2pkit/p2pkit/internal/promtext"
 	"github.com/p2pkit/p2pkit/internal/testtools/testsupport"
+	"github.com/p2pkit/p2pkit/promtext"
 )
 
 // promtool returns the path of Prometheus' promtool, or skips the test: CI

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/promtext"
+	"github.com/p2pkit/p2pkit/promtext"
 )
 
 // StatusValue is the number a status takes in the p2pcheck_check_status and

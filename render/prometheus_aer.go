@@ -6,8 +6,8 @@ import (
 	"io"
 	"math"
 
-	"github.com/p2pkit/p2pkit/internal/promtext"
 	"github.com/p2pkit/p2pkit/pcie"
+	"github.com/p2pkit/p2pkit/promtext"
 )
 
 // aerMetric is the metric of the AER totals in the textfile, a counter;

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/p2pkit/p2pkit/check"
-	"github.com/p2pkit/p2pkit/internal/promtext"
+	"github.com/p2pkit/p2pkit/promtext"
 )
 
 // Run describes one p2pcheck run for the metrics every textfile carries,

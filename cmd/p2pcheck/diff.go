@@ -15,8 +15,8 @@ import (
 	"github.com/p2pkit/p2pkit/gpu"
 	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/internal/cli"
-	"github.com/p2pkit/p2pkit/internal/promtext"
 	"github.com/p2pkit/p2pkit/node"
+	"github.com/p2pkit/p2pkit/promtext"
 	"github.com/p2pkit/p2pkit/render"
 	"github.com/p2pkit/p2pkit/snapshot"
 )

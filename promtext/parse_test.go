@@ -107,7 +107,7 @@ func TestParseRoundTrip(t *testing.T) {
 // TestParseReferenceFile: a textfile client_golang wrote on the H200 machine
 // reads as expfmt reads it.
 func TestParseReferenceFile(t *testing.T) {
-	b, err := os.ReadFile("../../testdata/h200-2gpu-live/p2pcheck.prom")
+	b, err := os.ReadFile("../testdata/h200-2gpu-live/p2pcheck.prom")
 	if err != nil {
 		t.Fatal(err)
 	}
