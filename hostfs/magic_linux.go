@@ -10,8 +10,12 @@ func isSysfs(dir string) bool {
 	return unix.Statfs(dir, &st) == nil && st.Type == unix.SYSFS_MAGIC
 }
 
-// onSysfs reports whether the open directory fd is on a mounted sysfs.
-func onSysfs(fd int) bool {
+// fsMagic is the statfs type of the file system the open fd is on, 0 when fstatfs
+// fails.
+func fsMagic(fd int) int64 {
 	var st unix.Statfs_t
-	return unix.Fstatfs(fd, &st) == nil && st.Type == unix.SYSFS_MAGIC
+	if unix.Fstatfs(fd, &st) != nil {
+		return 0
+	}
+	return st.Type
 }

@@ -43,14 +43,21 @@ func (t dirTree) sub(name string) (tree, error) {
 	fd := -1
 	var openErr error
 	if err := rc.Control(func(dirfd uintptr) {
-		fd, openErr = openat(int(dirfd), ".", unix.O_RDONLY|unix.O_DIRECTORY)
+		fd, openErr = sysCalls{}.openat(int(dirfd), ".", unix.O_RDONLY|unix.O_DIRECTORY)
 	}); err != nil {
 		return nil, err
 	}
 	if openErr != nil {
 		return nil, openErr
 	}
-	return &fdTree{top: t.r, name: name, fd: fd, kernfs: onSysfs(fd)}, nil
+	return newFDTree(t.r, name, fd), nil
+}
+
+// newFDTree is the fdTree of the directory fd, name below top, whose file system
+// is looked at (fstatfs).
+func newFDTree(top *os.Root, name string, fd int) *fdTree {
+	magic := fsMagic(fd)
+	return &fdTree{top: top, name: name, fd: fd, kernfs: magic == unix.SYSFS_MAGIC, sys: sysCalls{raw: quickFS(magic)}}
 }
 
 // fdTree is a directory of a dirTree held as a descriptor.
@@ -60,6 +67,7 @@ type fdTree struct {
 	fd   int
 	// kernfs is set when fd is a directory of a mounted sysfs (see above).
 	kernfs bool
+	sys    sysCalls // the metadata calls of its file system
 }
 
 // listings holds the buffers list reads directory listings into.
@@ -67,17 +75,14 @@ var listings = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b
 
 // list reads the whole listing of the open directory fd with getdents(2) into a
 // buffer of listings, which the caller gives back.
-func list(fd int) (*[]byte, error) {
+func list(s sysCalls, fd int) (*[]byte, error) {
 	bp := listings.Get().(*[]byte)
 	buf := (*bp)[:0]
 	for {
 		if cap(buf)-len(buf) < 1024 {
 			buf = slices.Grow(buf, cap(buf))
 		}
-		n, err := unix.Getdents(fd, buf[len(buf):cap(buf)])
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := s.getdents(fd, buf[len(buf):cap(buf)])
 		if err != nil {
 			*bp = buf
 			listings.Put(bp)
@@ -128,7 +133,7 @@ func dirent(b []byte) (rec direntRec, rest []byte, ok bool) {
 }
 
 // entries returns the DirEntries of a listing of the directory fd, sorted by name.
-func entries(fd int, listing []byte) ([]DirEntry, error) {
+func entries(s sysCalls, fd int, listing []byte) ([]DirEntry, error) {
 	var ents []DirEntry
 	for b := listing; len(b) > 0; {
 		rec, rest, _ := dirent(b)
@@ -140,7 +145,7 @@ func entries(fd int, listing []byte) ([]DirEntry, error) {
 		typ, known := direntType(rec.dtype)
 		if !known {
 			var st unix.Stat_t
-			if err := fstatat(fd, name, &st); err != nil {
+			if err := s.fstatat(fd, name, &st); err != nil {
 				if errors.Is(err, unix.ENOENT) {
 					continue // gone since it was listed
 				}
@@ -208,31 +213,10 @@ func fileMode(mode uint32) fs.FileMode {
 	return m
 }
 
-// fstatat lstats the single element name relative to dirfd, retrying on EINTR.
-func fstatat(dirfd int, name string, st *unix.Stat_t) error {
-	for {
-		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
-
 // simple reports whether name is one path element, which openat can take with
 // O_NOFOLLOW and stay inside the directory.
 func simple(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
-}
-
-// openat opens name relative to dirfd, never following a final link and retrying on
-// EINTR.
-func openat(dirfd int, name string, flags int) (int, error) {
-	for {
-		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
 }
 
 // noOpenat2 is set once openat2(2) has failed as absent (ENOSYS: Linux before 5.6)
@@ -244,22 +228,17 @@ var noOpenat2 atomic.Bool
 // openat2(2) and RESOLVE_NO_XDEV: a name that another file system is mounted over
 // gives EXDEV instead of opening it. ok is false, and nothing was opened, when
 // openat2 is not available.
-func openSameMount(dirfd int, name string, flags int) (fd int, ok bool, err error) {
+func (s sysCalls) openSameMount(dirfd int, name string, flags int) (fd int, ok bool, err error) {
 	if noOpenat2.Load() {
 		return -1, false, nil
 	}
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: unix.RESOLVE_NO_XDEV}
-	for {
-		fd, err := unix.Openat2(dirfd, name, &how)
-		switch err {
-		case unix.EINTR:
-			continue
-		case unix.ENOSYS, unix.EPERM:
-			noOpenat2.Store(true)
-			return -1, false, nil
-		}
-		return fd, true, err
+	fd, err = s.openat2(dirfd, name, &how)
+	if err == unix.ENOSYS || err == unix.EPERM {
+		noOpenat2.Store(true)
+		return -1, false, nil
 	}
+	return fd, true, err
 }
 
 // isLink reports the errors openat with O_NOFOLLOW gives for a link: ELOOP, or ENOTDIR
@@ -290,7 +269,7 @@ func (t *fdTree) readFile(name string, buf []byte, toEOF, wantPerm bool) (int, f
 	if err != nil {
 		return 0, 0, err
 	}
-	defer unix.Close(fd)
+	defer t.sys.close(fd)
 	n := 0
 	for n < len(buf) {
 		m, err := unix.Read(fd, buf[n:])
@@ -323,8 +302,8 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 		return nil, 0, err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
+	if err := t.sys.fstat(fd, &st); err != nil {
+		t.sys.close(fd)
 		return nil, 0, err
 	}
 	return preadFile(fd), st.Size, nil
@@ -342,7 +321,7 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 func (t *fdTree) openRegular(name string, wantPerm bool) (int, fs.FileMode, error) {
 	var st unix.Stat_t
 	if t.kernfs {
-		fd, ok, err := openSameMount(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+		fd, ok, err := t.sys.openSameMount(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 		switch {
 		case !ok || errors.Is(err, unix.EXDEV): // the careful way below
 		case err != nil:
@@ -350,10 +329,10 @@ func (t *fdTree) openRegular(name string, wantPerm bool) (int, fs.FileMode, erro
 		case !wantPerm:
 			return fd, 0, nil
 		default:
-			return checkRegular(fd, &st)
+			return t.checkRegular(fd, &st)
 		}
 	}
-	if err := fstatat(t.fd, name, &st); err != nil {
+	if err := t.sys.fstatat(t.fd, name, &st); err != nil {
 		return -1, 0, err
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -362,22 +341,22 @@ func (t *fdTree) openRegular(name string, wantPerm bool) (int, fs.FileMode, erro
 	if err := regularMode(st.Mode); err != nil {
 		return -1, 0, err
 	}
-	fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	fd, err := t.sys.openat(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return -1, 0, err
 	}
-	return checkRegular(fd, &st)
+	return t.checkRegular(fd, &st)
 }
 
 // checkRegular returns fd and its permission bits if it is a regular file, and
 // otherwise closes it and returns the error.
-func checkRegular(fd int, st *unix.Stat_t) (int, fs.FileMode, error) {
-	if err := unix.Fstat(fd, st); err != nil {
-		unix.Close(fd)
+func (t *fdTree) checkRegular(fd int, st *unix.Stat_t) (int, fs.FileMode, error) {
+	if err := t.sys.fstat(fd, st); err != nil {
+		t.sys.close(fd)
 		return -1, 0, err
 	}
 	if err := regularMode(st.Mode); err != nil {
-		unix.Close(fd)
+		t.sys.close(fd)
 		return -1, 0, err
 	}
 	return fd, fileMode(st.Mode).Perm(), nil
@@ -454,21 +433,18 @@ func (t *fdTree) names(name string) ([]string, error) {
 	if name != "." && !simple(name) {
 		return t.namesRoot(name)
 	}
-	fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, err := t.sys.openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 	if name != "." && isLink(err) {
 		return t.namesRoot(name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	defer t.sys.close(fd)
 	var names []string
 	buf := make([]byte, 8192)
 	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := t.sys.getdents(fd, buf)
 		if err != nil {
 			return nil, err
 		}
@@ -491,18 +467,18 @@ func (t *fdTree) namesRoot(name string) (names []string, err error) {
 
 func (t *fdTree) readDir(name string) (ents []DirEntry, err error) {
 	if name == "." || simple(name) {
-		fd, err := openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+		fd, err := t.sys.openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 		if name == "." || !isLink(err) {
 			if err != nil {
 				return nil, err
 			}
-			defer unix.Close(fd)
-			l, err := list(fd)
+			defer t.sys.close(fd)
+			l, err := list(t.sys, fd)
 			if err != nil {
 				return nil, err
 			}
 			defer listings.Put(l)
-			return entries(fd, *l)
+			return entries(t.sys, fd, *l)
 		}
 	}
 	err = t.fallback(func(d dirTree) error {
@@ -515,7 +491,7 @@ func (t *fdTree) readDir(name string) (ents []DirEntry, err error) {
 func (t *fdTree) lstat(name string) (fi FileInfo, err error) {
 	if simple(name) {
 		var st unix.Stat_t
-		if err := fstatat(t.fd, name, &st); err != nil {
+		if err := t.sys.fstatat(t.fd, name, &st); err != nil {
 			return FileInfo{}, err
 		}
 		fi := FileInfo{Mode: fileMode(st.Mode)}
@@ -543,10 +519,8 @@ func (t *fdTree) readLink(name string) (string, error) {
 	}
 	buf := make([]byte, 256)
 	for {
-		n, err := unix.Readlinkat(t.fd, name, buf)
+		n, err := t.sys.readlinkat(t.fd, name, buf)
 		switch {
-		case err == unix.EINTR:
-			continue
 		case err == unix.EINVAL:
 			return "", ErrNotLink
 		case err != nil:
@@ -565,18 +539,20 @@ func (t *fdTree) sub(name string) (tree, error) {
 		// Within one mount the child is on the same file system as t; a
 		// directory another one is mounted on is looked at (fstatfs). Without
 		// openat2 nothing is opened the kernfs way, so nothing is looked at.
-		kernfs := t.kernfs
-		fd, ok, err := openSameMount(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+		fd, ok, err := t.sys.openSameMount(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 		switch {
 		case !ok:
-			fd, err = openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
-			kernfs = false
+			fd, err = t.sys.openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+			if err == nil {
+				return &fdTree{top: t.top, name: t.name + "/" + name, fd: fd, sys: t.sys}, nil
+			}
 		case errors.Is(err, unix.EXDEV):
-			fd, err = openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
-			kernfs = err == nil && onSysfs(fd)
-		}
-		if err == nil {
-			return &fdTree{top: t.top, name: t.name + "/" + name, fd: fd, kernfs: kernfs}, nil
+			fd, err = t.sys.openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+			if err == nil {
+				return newFDTree(t.top, t.name+"/"+name, fd), nil
+			}
+		case err == nil:
+			return &fdTree{top: t.top, name: t.name + "/" + name, fd: fd, kernfs: t.kernfs, sys: t.sys}, nil
 		}
 		if !isLink(err) {
 			return nil, err
@@ -607,7 +583,7 @@ func (t *fdTree) close() error {
 	if t.fd < 0 {
 		return nil
 	}
-	err := unix.Close(t.fd)
+	err := t.sys.close(t.fd)
 	t.fd = -1
 	return err
 }
