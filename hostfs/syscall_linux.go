@@ -1,6 +1,7 @@
 package hostfs
 
 import (
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -48,7 +49,8 @@ func (s sysCalls) openat(dirfd int, name string, flags int) (int, error) {
 	if !s.raw {
 		return retry(func() (int, error) { return unix.Openat(dirfd, name, flags, 0) })
 	}
-	p, err := unix.BytePtrFromString(name)
+	var b [cNameLen]byte
+	p, err := cstring(&b, name)
 	if err != nil {
 		return -1, err
 	}
@@ -62,7 +64,8 @@ func (s sysCalls) openat2(dirfd int, name string, how *unix.OpenHow) (int, error
 	if !s.raw {
 		return retry(func() (int, error) { return unix.Openat2(dirfd, name, how) })
 	}
-	p, err := unix.BytePtrFromString(name)
+	var b [cNameLen]byte
+	p, err := cstring(&b, name)
 	if err != nil {
 		return -1, err
 	}
@@ -76,7 +79,8 @@ func (s sysCalls) fstatat(dirfd int, name string, st *unix.Stat_t) error {
 	if !s.raw {
 		return retryErr(func() error { return unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW) })
 	}
-	p, err := unix.BytePtrFromString(name)
+	var b [cNameLen]byte
+	p, err := cstring(&b, name)
 	if err != nil {
 		return err
 	}
@@ -102,7 +106,8 @@ func (s sysCalls) readlinkat(dirfd int, name string, buf []byte) (int, error) {
 	if !s.raw {
 		return retry(func() (int, error) { return unix.Readlinkat(dirfd, name, buf) })
 	}
-	p, err := unix.BytePtrFromString(name)
+	var b [cNameLen]byte
+	p, err := cstring(&b, name)
 	if err != nil {
 		return 0, err
 	}
@@ -129,6 +134,25 @@ func (s sysCalls) close(fd int) error {
 	}
 	_, err := result(unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0))
 	return err
+}
+
+// cNameLen is the longest name, its NUL included, cstring copies to the caller's
+// stack: NAME_MAX (include/uapi/linux/limits.h) and one. The names an fdTree
+// opens are single elements, so none is longer.
+const cNameLen = 256
+
+// cstring is name NUL-terminated in buf, or in a new allocation when it is too
+// long. A name holding a NUL is EINVAL, as for any Go system call.
+func cstring(buf *[cNameLen]byte, name string) (*byte, error) {
+	if len(name) >= len(buf) {
+		return unix.BytePtrFromString(name)
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return nil, unix.EINVAL
+	}
+	copy(buf[:], name)
+	buf[len(name)] = 0
+	return &buf[0], nil
 }
 
 // result is the return value and error of a raw system call.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestSysCallsRawMatchesGo(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"file", "link", "dir", "fifo", "missing", "bad\x00name"}
+	names := []string{"file", "link", "dir", "fifo", "missing", "bad\x00name", strings.Repeat("n", cNameLen-1), strings.Repeat("n", cNameLen)}
 	run := func(s sysCalls) []string {
 		dirfd, err := s.openat(unix.AT_FDCWD, dir, unix.O_RDONLY|unix.O_DIRECTORY)
 		if err != nil {

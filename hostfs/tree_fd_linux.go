@@ -517,7 +517,8 @@ func (t *fdTree) readLink(name string) (string, error) {
 		})
 		return target, err
 	}
-	buf := make([]byte, 256)
+	var first [256]byte // most targets fit: sysfs links are a few dozen bytes
+	buf := first[:]
 	for {
 		n, err := t.sys.readlinkat(t.fd, name, buf)
 		switch {
