@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/p2pkit/p2pkit/hostfs"
 	"github.com/p2pkit/p2pkit/pcie"
@@ -161,8 +160,7 @@ type capture struct {
 	// What the archive holds so far, checked against the budget its reader applies.
 	budget  hostfs.Budget
 	zw      *gzip.Writer
-	tw      *tar.Writer
-	stream  *countingWriter // the tar stream, as the reader decompresses it
+	tw      *tarWriter // its n counts the tar stream, as the reader decompresses it
 	names   map[uint64]byte // every name written (its FNV-1a hash): its tar type
 	seen    map[uint64]bool // device directories already captured
 	nodes   int             // tree nodes the reader makes: the root and every name
@@ -178,25 +176,12 @@ func newCapture(src hostfs.Root, w io.Writer, redact bool, b hostfs.Budget) *cap
 	// level and deflate costs a third as much; most of a capture is config space
 	// and short attributes, which compress well either way.
 	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level: no error
-	cw := &countingWriter{w: zw}
 	return &capture{
 		src: src, redact: redact, budget: b,
-		zw: zw, tw: tar.NewWriter(cw), stream: cw,
+		zw: zw, tw: &tarWriter{w: zw},
 		names: map[uint64]byte{}, seen: map[uint64]bool{}, nodes: 1,
 		buf: make([]byte, max(captureLimit, pcie.MaxVPDSize)+1),
 	}
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // nameHash is the 64-bit FNV-1a hash of name: the capture remembers the names it
@@ -291,28 +276,15 @@ func (c *capture) write(name string, h uint64, m *member) bool {
 		c.refuse(overBudget("Data", b.Data, "bytes of file data"))
 		return false
 	}
-	hdr := &tar.Header{
-		Typeflag: m.typ,
-		Name:     name,
-		Mode:     int64(m.perm),
-		ModTime:  time.Unix(0, 0),
-		Linkname: m.target,
-		Devmajor: int64(m.major),
-		Devminor: int64(m.minor),
-		Size:     int64(len(m.data)),
-	}
+	tm := &tarMember{typ: m.typ, name: name, mode: int64(m.perm), linkname: m.target, major: int64(m.major), minor: int64(m.minor), data: m.data}
 	if m.typ == tar.TypeDir {
-		hdr.Name += "/"
+		tm.name += "/"
 	}
-	if err := c.tw.WriteHeader(hdr); err != nil {
+	if err := c.tw.write(tm); err != nil {
 		c.err = fmt.Errorf("snapshot: %s: %w", name, err)
 		return false
 	}
-	if _, err := c.tw.Write(m.data); err != nil {
-		c.err = fmt.Errorf("snapshot: %s: %w", name, err)
-		return false
-	}
-	if c.stream.n > b.Bytes {
+	if c.tw.n > b.Bytes {
 		c.refuse(overBudget("Bytes", b.Bytes, "decompressed bytes, headers included"))
 		return false
 	}
@@ -336,10 +308,10 @@ func (c *capture) close() (Summary, error) {
 	if c.err != nil {
 		return sum, c.err
 	}
-	if err := c.tw.Close(); err != nil {
+	if err := c.tw.close(); err != nil {
 		return sum, fmt.Errorf("snapshot: %w", err)
 	}
-	if c.stream.n > c.budget.Bytes {
+	if c.tw.n > c.budget.Bytes {
 		c.refuse(overBudget("Bytes", c.budget.Bytes, "decompressed bytes, headers included"))
 		return sum, c.err
 	}
