@@ -42,7 +42,7 @@ func readBoth(r Root, name string) (plain, withPerm read) {
 	buf := make([]byte, 4097)
 	n, err := r.Read(name, buf, false)
 	plain = read{Data: string(buf[:n]), Err: errText(err)}
-	n, perm, err := r.ReadPerm(name, buf, false)
+	n, perm, err := r.ReadListed(name, buf, false)
 	withPerm = read{Data: string(buf[:n]), Perm: uint32(perm), Err: errText(err)}
 	return plain, withPerm
 }
@@ -93,7 +93,7 @@ func TestKernfsReads(t *testing.T) {
 				t.Errorf("%s/%s: Read (-careful +kernfs):\n%s", dir, name, diff)
 			}
 			if diff := cmp.Diff(cw, fw); diff != "" {
-				t.Errorf("%s/%s: ReadPerm (-careful +kernfs):\n%s", dir, name, diff)
+				t.Errorf("%s/%s: ReadListed (-careful +kernfs):\n%s", dir, name, diff)
 			}
 		}
 	}
@@ -223,13 +223,13 @@ func mountedOver(t *testing.T, root Root, file string) {
 		return
 	}
 	buf := make([]byte, 64)
-	n, perm, err := d.ReadPerm("numa_node", buf, false)
+	n, perm, err := d.ReadListed("numa_node", buf, false)
 	if err != nil || string(buf[:n]) != "7\n" || perm != 0o644 {
 		t.Errorf("numa_node with a file mounted over it: %q, %v, %v; want the file's \"7\\n\", -rw-r--r--", buf[:n], perm, err)
 	}
 	for _, read := range []func() error{
 		func() error { _, err := d.Read("resource", buf, false); return err },
-		func() error { _, _, err := d.ReadPerm("resource", buf, false); return err },
+		func() error { _, _, err := d.ReadListed("resource", buf, false); return err },
 	} {
 		if err := read(); !errors.Is(err, ErrNotFile) {
 			t.Errorf("resource with /dev/null mounted over it: %v, want %v", err, ErrNotFile)

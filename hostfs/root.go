@@ -116,14 +116,18 @@ func (r Root) Read(name string, buf []byte, toEOF bool) (int, error) {
 	return n, err
 }
 
-// ReadPerm is [Root.Read] that also returns the file's permission bits, taken from
-// the open file: a capture that keeps them costs no stat of its own.
-func (r Root) ReadPerm(name string, buf []byte, toEOF bool) (int, fs.FileMode, error) {
+// ReadListed is [Root.Read] of a name that a listing of this directory
+// ([Root.ReadDir]) has just given as a regular file, and also returns the file's
+// permission bits, taken from the open file: a capture that keeps them costs no
+// stat of its own. The listing stands for the look Read takes before it opens a
+// file: the open file is still looked at (fstat) before anything is read, so a
+// device node or FIFO put in its place since the listing is refused unread.
+func (r Root) ReadListed(name string, buf []byte, toEOF bool) (int, fs.FileMode, error) {
 	return r.read(name, buf, toEOF, true)
 }
 
-func (r Root) read(name string, buf []byte, toEOF, perm bool) (int, fs.FileMode, error) {
-	n, mode, err := r.t.readFile(name, buf, toEOF, perm)
+func (r Root) read(name string, buf []byte, toEOF, listed bool) (int, fs.FileMode, error) {
+	n, mode, err := r.t.readFile(name, buf, toEOF, listed)
 	if cerr := r.meter.charge(n); cerr != nil {
 		return 0, 0, cerr
 	}
@@ -251,8 +255,8 @@ func (r Root) Sub(name string) (Root, error) {
 // loaded into memory (memTree). See Root's methods of the same names.
 type tree interface {
 	// readFile also returns the file's permission bits, from the open file, when
-	// perm asks for them; otherwise it may return 0 for them.
-	readFile(name string, buf []byte, toEOF, perm bool) (int, fs.FileMode, error)
+	// listed (Root.ReadListed) asks for them; otherwise it may return 0 for them.
+	readFile(name string, buf []byte, toEOF, listed bool) (int, fs.FileMode, error)
 	// readAll reads the file name to its end, or to limit+1 bytes when it is longer;
 	// the buffer grows with what is read, so a large limit costs nothing up front.
 	readAll(name string, limit int) ([]byte, error)

@@ -258,11 +258,11 @@ func (t *fdTree) fallback(f func(dirTree) error) error {
 	return f(dirTree{r: r})
 }
 
-func (t *fdTree) readFile(name string, buf []byte, toEOF, wantPerm bool) (int, fs.FileMode, error) {
+func (t *fdTree) readFile(name string, buf []byte, toEOF, listed bool) (int, fs.FileMode, error) {
 	if !simple(name) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
-	fd, perm, err := t.openRegular(name, wantPerm)
+	fd, perm, err := t.openRegular(name, listed, listed)
 	if errors.Is(err, unix.ELOOP) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
@@ -294,7 +294,7 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 	if !simple(name) {
 		return t.openReaderAtRoot(name)
 	}
-	fd, _, err := t.openRegular(name, true)
+	fd, _, err := t.openRegular(name, true, false)
 	if errors.Is(err, unix.ELOOP) {
 		return t.openReaderAtRoot(name)
 	}
@@ -317,8 +317,9 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 // It returns the open file's permission bits too. On kernfs the file is opened
 // without a look first, and its type and permission bits are looked at only when
 // wantPerm asks for them (perm is 0 otherwise): a directory opened so is found by
-// the read (EISDIR).
-func (t *fdTree) openRegular(name string, wantPerm bool) (int, fs.FileMode, error) {
+// the read (EISDIR). Elsewhere, listed says that a listing has just given name as a
+// regular file (Root.ReadListed), which stands for the look before the open.
+func (t *fdTree) openRegular(name string, wantPerm, listed bool) (int, fs.FileMode, error) {
 	var st unix.Stat_t
 	if t.kernfs {
 		fd, ok, err := t.sys.openSameMount(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
@@ -332,14 +333,16 @@ func (t *fdTree) openRegular(name string, wantPerm bool) (int, fs.FileMode, erro
 			return t.checkRegular(fd, &st)
 		}
 	}
-	if err := t.sys.fstatat(t.fd, name, &st); err != nil {
-		return -1, 0, err
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return -1, 0, unix.ELOOP
-	}
-	if err := regularMode(st.Mode); err != nil {
-		return -1, 0, err
+	if !listed {
+		if err := t.sys.fstatat(t.fd, name, &st); err != nil {
+			return -1, 0, err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return -1, 0, unix.ELOOP
+		}
+		if err := regularMode(st.Mode); err != nil {
+			return -1, 0, err
+		}
 	}
 	fd, err := t.sys.openat(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {

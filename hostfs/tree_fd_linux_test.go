@@ -1,8 +1,11 @@
 package hostfs_test
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -79,9 +82,11 @@ func TestSubReadDirLstat(t *testing.T) {
 	}
 }
 
-// TestReadPerm: the permission bits come from the open file, alike through the
-// root (an os.Root), a Sub'd directory (a bare descriptor) and a link in it.
-func TestReadPerm(t *testing.T) {
+// TestReadListed: the permission bits come from the open file, alike through the
+// root (an os.Root), a Sub'd directory (a bare descriptor) and a link in it; a
+// name that is no longer a regular file (a FIFO, a directory) is refused unread,
+// without blocking.
+func TestReadListed(t *testing.T) {
 	dir := t.TempDir()
 	d := filepath.Join(dir, "sys/devices")
 	if err := os.MkdirAll(d, 0o755); err != nil {
@@ -111,9 +116,27 @@ func TestReadPerm(t *testing.T) {
 		r    hostfs.Root
 		name string
 	}{{root, "sys/devices/config"}, {sub, "config"}, {sub, "link"}} {
-		n, perm, err := tt.r.ReadPerm(tt.name, buf, true)
+		n, perm, err := tt.r.ReadListed(tt.name, buf, true)
 		if err != nil || string(buf[:n]) != "abc" || perm != 0o640 {
-			t.Errorf("ReadPerm(%s) = %q, %v, %v; want \"abc\", -rw-r-----", tt.name, buf[:n], perm, err)
+			t.Errorf("ReadListed(%s) = %q, %v, %v; want \"abc\", -rw-r-----", tt.name, buf[:n], perm, err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(d, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(d, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		want func(error) bool
+	}{
+		{"fifo", func(err error) bool { return errors.Is(err, hostfs.ErrNotFile) }},
+		{"dir", func(err error) bool { return err != nil && strings.Contains(err.Error(), "is a directory") }},
+		{"missing", func(err error) bool { return errors.Is(err, fs.ErrNotExist) }},
+	} {
+		if n, _, err := sub.ReadListed(tt.name, buf, true); !tt.want(err) || n != 0 {
+			t.Errorf("ReadListed(%s) = %d bytes, %v", tt.name, n, err)
 		}
 	}
 }

@@ -160,7 +160,7 @@ type capture struct {
 	// What the archive holds so far, checked against the budget its reader applies.
 	budget  hostfs.Budget
 	zw      *gzip.Writer
-	tw      *tarWriter // its n counts the tar stream, as the reader decompresses it
+	tw      *tarWriter      // its n counts the tar stream, as the reader decompresses it
 	names   map[uint64]byte // every name written (its FNV-1a hash): its tar type
 	seen    map[uint64]bool // device directories already captured
 	nodes   int             // tree nodes the reader makes: the root and every name
@@ -355,9 +355,10 @@ func (c *capture) fileEdit(name string, limit int, edit func([]byte) []byte) boo
 
 // fileIn copies the regular file name of the directory d, which is dir of the
 // capture, at most limit bytes, passed through edit (nil: none), with the rules of
-// file: the listing said it is a regular file; the read looks at its type again
-// before and after it opens it and gives its permission bits. A file nobody may
-// read is left out silently, as file leaves it out, whether the open was refused
+// file: the listing said it is a regular file, which stands for the look before
+// the open (hostfs.Root.ReadListed); the open file is looked at again before it
+// is read, and gives its permission bits. A file nobody may read is left out
+// silently, as file leaves it out, whether the open was refused
 // (sysfs: kernfs_fop_open) or the copy was read. A sysfs attribute is served whole
 // by its first read (fs/kernfs/file.c), so one read of one byte more than limit
 // takes it, unless toEOF asks to read on. The data lives in the capture's scratch
@@ -365,7 +366,7 @@ func (c *capture) fileEdit(name string, limit int, edit func([]byte) []byte) boo
 func (c *capture) fileIn(d hostfs.Root, dir, name string, limit int, toEOF bool, edit func([]byte)) {
 	full := child(dir, name)
 	buf := c.buf[:limit+1]
-	n, perm, err := d.ReadPerm(name, buf, toEOF)
+	n, perm, err := d.ReadListed(name, buf, toEOF)
 	if err == nil && n == len(buf) {
 		err = fmt.Errorf("%w (%d bytes)", hostfs.ErrTooLarge, limit)
 	}
