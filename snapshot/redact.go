@@ -67,7 +67,7 @@ func identifying(name string) bool { return name == "serial_number" }
 // with its Device Serial Number zeroed when redacting, and counts it when the kernel
 // showed less than its standard 256 bytes.
 func (c *capture) config(d hostfs.Root, dir string) {
-	c.fileIn(d, dir, "config", captureLimit, false, func(b []byte) {
+	c.fileIn(d, dir, "config", captureLimit, false, func(c *capture, b []byte) {
 		if len(b) < pcie.ConfigSize {
 			c.manifest.TruncatedConfigs++
 		}

@@ -33,7 +33,7 @@ func (c *capture) vpd(d hostfs.Root, dir string) {
 			return
 		}
 	}
-	c.fileIn(d, dir, "vpd", pcie.MaxVPDSize, true, func(b []byte) {
+	c.fileIn(d, dir, "vpd", pcie.MaxVPDSize, true, func(c *capture, b []byte) {
 		if c.redact {
 			c.redactVPD(b)
 		}

@@ -162,13 +162,16 @@ type capture struct {
 	zw      *gzip.Writer
 	tw      *tarWriter      // its n counts the tar stream, as the reader decompresses it
 	names   map[uint64]byte // every name written (its FNV-1a hash): its tar type
-	seen    map[uint64]bool // device directories already captured
 	nodes   int             // tree nodes the reader makes: the root and every name
 	data    int64           // bytes of regular files
 	members int
 	err     error // the first failure to write or refusal: nothing more is written
 
 	buf []byte // scratch space for one sysfs file
+	// rec, when set, makes this a reader's capture (see readDirs): what add and
+	// skip are given is recorded there, for the capture proper to replay.
+	rec      *[]captureOp
+	recBytes int // file data recorded in rec
 }
 
 func newCapture(src hostfs.Root, w io.Writer, redact bool, b hostfs.Budget) *capture {
@@ -179,7 +182,7 @@ func newCapture(src hostfs.Root, w io.Writer, redact bool, b hostfs.Budget) *cap
 	return &capture{
 		src: src, redact: redact, budget: b,
 		zw: zw, tw: &tarWriter{w: zw},
-		names: map[uint64]byte{}, seen: map[uint64]bool{}, nodes: 1,
+		names: map[uint64]byte{}, nodes: 1,
 		buf: make([]byte, max(captureLimit, pcie.MaxVPDSize)+1),
 	}
 }
@@ -197,15 +200,35 @@ func nameHash(name string) uint64 {
 	return h
 }
 
-func (c *capture) skip(err error) { c.skipped = append(c.skipped, err) }
+func (c *capture) skip(err error) {
+	if c.rec != nil {
+		*c.rec = append(*c.rec, captureOp{err: err})
+		return
+	}
+	c.skipped = append(c.skipped, err)
+}
 
 // add writes m at name, after a directory member for each parent not written yet.
 // It reports whether m was written. A name written before is not written again (a
 // directory or link met twice on the walk); a member that the reader would refuse
 // alone is left out and listed.
-func (c *capture) add(name string, m *member) bool {
+func (c *capture) add(name string, m *member) bool { return c.addEdit(name, m, nil) }
+
+// addEdit is add with m.data passed through edit (nil: none) first.
+func (c *capture) addEdit(name string, m *member, edit func(*capture, []byte)) bool {
+	if c.rec != nil {
+		if m.data != nil {
+			m.data = slices.Clone(m.data) // it is the reader's scratch space
+			c.recBytes += len(m.data)
+		}
+		*c.rec = append(*c.rec, captureOp{name: name, m: m, edit: edit})
+		return true
+	}
 	if c.err != nil {
 		return false
+	}
+	if edit != nil {
+		edit(c, m.data)
 	}
 	if err := c.fits(name, m); err != nil {
 		c.skip(hostfs.PathError("capture", name, err))
@@ -363,7 +386,7 @@ func (c *capture) fileEdit(name string, limit int, edit func([]byte) []byte) boo
 // by its first read (fs/kernfs/file.c), so one read of one byte more than limit
 // takes it, unless toEOF asks to read on. The data lives in the capture's scratch
 // buffer.
-func (c *capture) fileIn(d hostfs.Root, dir, name string, limit int, toEOF bool, edit func([]byte)) {
+func (c *capture) fileIn(d hostfs.Root, dir, name string, limit int, toEOF bool, edit func(*capture, []byte)) {
 	full := child(dir, name)
 	buf := c.buf[:limit+1]
 	n, perm, err := d.ReadListed(name, buf, toEOF)
@@ -384,11 +407,7 @@ func (c *capture) fileIn(d hostfs.Root, dir, name string, limit int, toEOF bool,
 		c.skip(hostfs.PathError("read", full, err))
 		return
 	}
-	b := buf[:n]
-	if edit != nil {
-		edit(b)
-	}
-	c.add(full, &member{typ: tar.TypeReg, perm: perm, data: b})
+	c.addEdit(full, &member{typ: tar.TypeReg, perm: perm, data: buf[:n]}, edit)
 }
 
 // notRegular records name, of mode m, as left out: sysfs and /proc hold only
@@ -440,30 +459,37 @@ func (c *capture) pciFunctions() {
 		}
 	}
 	slices.Sort(dirs)
-	w := hostfs.NewWalker(c.src)
-	defer w.Close()
+	c.readDirs(visitOrder(dirs))
+}
+
+// visitOrder lists the directories a capture visits for the function directories
+// dirs, sorted: each function's ancestors up to the host bridge directory,
+// /sys/devices/pciDDDD:BB, from the top, then the function, each directory once.
+func visitOrder(dirs []string) []string {
+	seen := map[string]bool{}
+	var order []string
 	for _, dir := range dirs {
-		// The ancestors up to the host bridge directory, /sys/devices/pciDDDD:BB,
-		// from the top.
 		var above []string
 		for d := path.Dir(dir); strings.HasPrefix(d, sysDevices+"/"); d = path.Dir(d) {
 			above = append(above, d)
 		}
 		for i := len(above) - 1; i >= 0; i-- {
-			c.deviceDir(w, above[i])
+			if !seen[above[i]] {
+				seen[above[i]] = true
+				order = append(order, above[i])
+			}
 		}
-		c.deviceDir(w, dir)
+		if !seen[dir] {
+			seen[dir] = true
+			order = append(order, dir)
+		}
 	}
+	return order
 }
 
 // deviceDir captures one function's or bridge's directory, opened through w. Its
 // entries are read by name below it, not by their whole path.
 func (c *capture) deviceDir(w *hostfs.Walker, dir string) {
-	h := nameHash(dir)
-	if c.seen[h] {
-		return
-	}
-	c.seen[h] = true
 	d, err := w.Open(dir)
 	if err != nil {
 		c.skip(err)
