@@ -110,9 +110,11 @@ func Write(src hostfs.Root, w io.Writer) (Summary, error) {
 // nodes (type, mode and device number only), each when present, and last the
 // manifest, p2pkit/manifest.json.
 //
-// The archive streams: each member is written as it is read, in the order of the
-// walk (directories listed in sorted order, every directory before what it holds),
-// so memory does not grow with the machine beyond a few bytes per name written.
+// The archive streams: members are written in the order of the walk (directories
+// listed in sorted order, every directory before what it holds), device directories
+// read ahead by a few goroutines at most a bounded amount ahead of the writing (see
+// readDirs), so memory does not grow with the machine beyond a few bytes per name
+// written.
 // Output is deterministic: the same tree gives the same bytes, with no time stamps.
 //
 // A file that cannot be read is left out and listed in the summary; the capture goes
