@@ -104,8 +104,17 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 	if !opt.NoNames {
 		annotate = loadNames(root.Meter(), opt.PCIIDs)
 	}
+	// The platform's files are read beside sysfs's; every path waits for them
+	// before it returns, so nothing reads root once Load is done.
+	var platform func() (Platform, error)
+	if !opt.NoPlatform {
+		platform = readPlatformAsync(root)
+	}
 	recs, err := sysfs.New(root).PCIRecords()
 	if err != nil {
+		if platform != nil {
+			platform()
+		}
 		return nil, err
 	}
 	if err := foldMissingConfig(recs); err != nil {
@@ -113,13 +122,16 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 	}
 	n.Topology = pcie.NewTopology(recs)
 	if err := depthWithin(n.Topology, root.Budget().PCIDepth); err != nil {
+		if platform != nil {
+			platform()
+		}
 		return nil, err
 	}
 	// The topology's errors hold each record's read error and what decoding and
 	// placing the functions found.
 	n.Warnings = append(n.Warnings, n.Topology.Errors...)
-	if !opt.NoPlatform {
-		n.Platform, err = ReadPlatform(root)
+	if platform != nil {
+		n.Platform, err = platform()
 		if err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
@@ -132,6 +144,23 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		}
 	}
 	return n, nil
+}
+
+// readPlatformAsync starts ReadPlatform of root and returns the wait for its result.
+func readPlatformAsync(root hostfs.Root) func() (Platform, error) {
+	type result struct {
+		p   Platform
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := ReadPlatform(root)
+		done <- result{p, err}
+	}()
+	return func() (Platform, error) {
+		r := <-done
+		return r.p, r.err
+	}
 }
 
 // depthWithin refuses a tree with a function below more than limit bridges
