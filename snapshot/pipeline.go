@@ -108,15 +108,12 @@ func (c *capture) readDirs(dirs []string) {
 			}
 		})
 	}
-	var own *hostfs.Walker // for the directories left to the capture proper
+	own := hostfs.NewWalker(c.src) // for the directories left to the capture proper
+	defer own.Close()
 	for j := range order {
 		res := <-j.done
 		c.replay(res.ops)
 		for _, dir := range j.dirs[res.rest:] {
-			if own == nil {
-				own = hostfs.NewWalker(c.src)
-				defer own.Close()
-			}
 			c.deviceDir(own, dir)
 		}
 		if c.err != nil {
