@@ -36,29 +36,20 @@ const (
 	prefixSize = 155
 )
 
-// tarMember is what a capture records of one member.
-type tarMember struct {
-	typ          byte // tar.TypeReg, TypeDir, TypeSymlink, TypeChar, TypeBlock
-	name         string
-	mode         int64
-	linkname     string
-	major, minor int64
-	data         []byte // regular files only
-}
-
-// write writes m: its header, its data and the data's padding.
-func (t *tarWriter) write(m *tarMember) error {
+// write writes m at name (a directory's ending in a slash): its header, its data
+// and the data's padding.
+func (t *tarWriter) write(name string, m *member) error {
 	if t.err != nil {
 		return t.err
 	}
-	if t.ustar(m) {
+	if t.ustar(name, m) {
 		t.put(t.blk[:])
 	} else {
 		t.other.Reset()
 		tw := tar.NewWriter(&t.other)
 		hdr := &tar.Header{
-			Typeflag: m.typ, Name: m.name, Mode: m.mode, ModTime: time.Unix(0, 0),
-			Linkname: m.linkname, Devmajor: m.major, Devminor: m.minor, Size: int64(len(m.data)),
+			Typeflag: m.typ, Name: name, Mode: int64(m.perm), ModTime: time.Unix(0, 0),
+			Linkname: m.target, Devmajor: int64(m.major), Devminor: int64(m.minor), Size: int64(len(m.data)),
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err // a header tar cannot write: nothing of it is written
@@ -92,23 +83,25 @@ func (t *tarWriter) put(b []byte) {
 	t.err = err
 }
 
-// ustar packs m into t.blk as archive/tar's writeUSTARHeader does, and reports
-// whether tar.Writer would choose USTAR for it: ASCII name and link target without
-// NULs, a name of at most 100 bytes or one it splits into prefix and name
-// (splitUSTARPath), a link target of at most 100 bytes, and numbers that fit their
-// octal fields. A file's name must not end in a slash (archive/tar refuses it). The modification time is zero and no owner is named.
-func (t *tarWriter) ustar(m *tarMember) bool {
-	if !plainASCII(m.name) || !plainASCII(m.linkname) || len(m.linkname) > nameSize ||
-		!fitsOctal(8, m.mode) || !fitsOctal(12, int64(len(m.data))) || !fitsOctal(8, m.major) || !fitsOctal(8, m.minor) {
+// ustar packs m, named full, into t.blk as archive/tar's writeUSTARHeader does,
+// and reports whether tar.Writer would choose USTAR for it: ASCII name and link
+// target without NULs, a name of at most 100 bytes or one it splits into prefix and
+// name (splitUSTARPath), a link target of at most 100 bytes, and numbers that fit
+// their octal fields. A file's name must not end in a slash (archive/tar refuses
+// it). The modification time is zero and no owner is named.
+func (t *tarWriter) ustar(full string, m *member) bool {
+	mode, major, minor := int64(m.perm), int64(m.major), int64(m.minor)
+	if !plainASCII(full) || !plainASCII(m.target) || len(m.target) > nameSize ||
+		!fitsOctal(8, mode) || !fitsOctal(12, int64(len(m.data))) || !fitsOctal(8, major) || !fitsOctal(8, minor) {
 		return false
 	}
 	switch m.typ {
 	case tar.TypeReg, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-		if strings.HasSuffix(m.name, "/") {
+		if strings.HasSuffix(full, "/") {
 			return false // archive/tar refuses it
 		}
 	}
-	prefix, name := "", m.name
+	prefix, name := "", full
 	if len(name) > nameSize {
 		var ok bool
 		if prefix, name, ok = splitUSTARPath(name); !ok {
@@ -118,17 +111,17 @@ func (t *tarWriter) ustar(m *tarMember) bool {
 	b := &t.blk
 	*b = [blockSize]byte{}
 	copy(b[0:nameSize], name)
-	octal(b[100:108], m.mode)
+	octal(b[100:108], mode)
 	octal(b[108:116], 0) // uid
 	octal(b[116:124], 0) // gid
 	octal(b[124:136], int64(len(m.data)))
 	octal(b[136:148], 0) // mtime
 	b[156] = m.typ
-	copy(b[157:257], m.linkname)
+	copy(b[157:257], m.target)
 	copy(b[257:263], "ustar\x00")
 	copy(b[263:265], "00")
-	octal(b[329:337], m.major)
-	octal(b[337:345], m.minor)
+	octal(b[329:337], major)
+	octal(b[337:345], minor)
 	copy(b[345:345+prefixSize], prefix)
 	var sum int64
 	for i, c := range b {

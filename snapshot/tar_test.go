@@ -4,17 +4,24 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 )
 
-// header is m as a tar.Header.
+// tarMember is a member and its name, as the capture hands them to tarWriter.
+type tarMember struct {
+	name string
+	member
+}
+
+// header is m as a tar.Header, as the capture wrote it before tarWriter.
 func header(m tarMember) *tar.Header {
 	return &tar.Header{
-		Typeflag: m.typ, Name: m.name, Mode: m.mode, ModTime: time.Unix(0, 0),
-		Linkname: m.linkname, Devmajor: m.major, Devminor: m.minor, Size: int64(len(m.data)),
+		Typeflag: m.typ, Name: m.name, Mode: int64(m.perm), ModTime: time.Unix(0, 0),
+		Linkname: m.target, Devmajor: int64(m.major), Devminor: int64(m.minor), Size: int64(len(m.data)),
 	}
 }
 
@@ -30,7 +37,7 @@ func writable(t *testing.T, ms []tarMember) []tarMember {
 		}
 		var b bytes.Buffer
 		tw := &tarWriter{w: &b}
-		if err := tw.write(&m); err == nil || b.Len() != 0 {
+		if err := tw.write(m.name, &m.member); err == nil || b.Len() != 0 {
 			t.Errorf("%q (type %c): archive/tar refuses it, tarWriter wrote %d bytes (error %v)", m.name, m.typ, b.Len(), err)
 		}
 	}
@@ -62,7 +69,7 @@ func ourTar(t *testing.T, ms []tarMember) []byte {
 	var b bytes.Buffer
 	tw := &tarWriter{w: &b}
 	for i := range ms {
-		if err := tw.write(&ms[i]); err != nil {
+		if err := tw.write(ms[i].name, &ms[i].member); err != nil {
 			t.Fatalf("tarWriter: %q: %v", ms[i].name, err)
 		}
 	}
@@ -91,23 +98,23 @@ func TestTarWriterMatchesArchiveTar(t *testing.T) {
 	var ms []tarMember
 	for i, name := range names {
 		ms = append(ms,
-			tarMember{typ: tar.TypeReg, name: name, mode: 0o444, data: bytes.Repeat([]byte{byte(i)}, i*37)},
-			tarMember{typ: tar.TypeDir, name: name + "/", mode: 0o755},
-			tarMember{typ: tar.TypeSymlink, name: name, mode: 0o777, linkname: "../../" + name})
+			tarMember{name, member{typ: tar.TypeReg, perm: 0o444, data: bytes.Repeat([]byte{byte(i)}, i*37)}},
+			tarMember{name + "/", member{typ: tar.TypeDir, perm: 0o755}},
+			tarMember{name, member{typ: tar.TypeSymlink, perm: 0o777, target: "../../" + name}})
 	}
 	for _, target := range []string{el(100), el(101), "caf\u00e9", el(300)} {
-		ms = append(ms, tarMember{typ: tar.TypeSymlink, name: "link", mode: 0o777, linkname: target})
+		ms = append(ms, tarMember{"link", member{typ: tar.TypeSymlink, perm: 0o777, target: target}})
 	}
-	for _, dev := range []int64{0, 195, 1<<21 - 1, 1 << 21, 1 << 40} {
+	for _, dev := range []uint32{0, 195, 1<<21 - 1, 1 << 21, 1<<32 - 1} {
 		ms = append(ms,
-			tarMember{typ: tar.TypeChar, name: "dev/nvidia0", mode: 0o666, major: dev, minor: 255 - dev%256},
-			tarMember{typ: tar.TypeBlock, name: "dev/sda", mode: 0o660, major: 8, minor: dev})
+			tarMember{"dev/nvidia0", member{typ: tar.TypeChar, perm: 0o666, major: dev, minor: 255 - dev%256}},
+			tarMember{"dev/sda", member{typ: tar.TypeBlock, perm: 0o660, major: 8, minor: dev}})
 	}
-	for _, mode := range []int64{0, 0o7777, 1<<21 - 1, 1 << 21} {
-		ms = append(ms, tarMember{typ: tar.TypeReg, name: "mode", mode: mode, data: []byte("x")})
+	for _, mode := range []fs.FileMode{0, 0o7777, 1<<21 - 1, 1 << 21} {
+		ms = append(ms, tarMember{"mode", member{typ: tar.TypeReg, perm: mode, data: []byte("x")}})
 	}
 	for _, size := range []int{511, 512, 513, 4096, 65537} {
-		ms = append(ms, tarMember{typ: tar.TypeReg, name: "sized", mode: 0o644, data: make([]byte, size)})
+		ms = append(ms, tarMember{"sized", member{typ: tar.TypeReg, perm: 0o644, data: make([]byte, size)}})
 	}
 	ms = writable(t, ms)
 	if want, got := referenceTar(t, ms), ourTar(t, ms); !bytes.Equal(want, got) {
@@ -136,7 +143,7 @@ func TestTarWriterRandom(t *testing.T) {
 	for round := range 200 {
 		var ms []tarMember
 		for range 50 {
-			m := tarMember{typ: types[rng.IntN(len(types))], name: word(300), mode: rng.Int64N(1 << 22)}
+			m := tarMember{word(300), member{typ: types[rng.IntN(len(types))], perm: fs.FileMode(rng.Int64N(1 << 22))}}
 			switch m.typ {
 			case tar.TypeReg:
 				m.data = make([]byte, rng.IntN(1500))
@@ -146,9 +153,9 @@ func TestTarWriterRandom(t *testing.T) {
 			case tar.TypeDir:
 				m.name += "/"
 			case tar.TypeSymlink:
-				m.linkname = word(160)
+				m.target = word(160)
 			default:
-				m.major, m.minor = rng.Int64N(1<<22), rng.Int64N(1<<22)
+				m.major, m.minor = rng.Uint32N(1<<22), rng.Uint32N(1<<22)
 			}
 			ms = append(ms, m)
 		}
@@ -157,7 +164,7 @@ func TestTarWriterRandom(t *testing.T) {
 			t.Fatalf("round %d: tarWriter differs from archive/tar at byte %d", round, firstDiff(want, got))
 		}
 		for i := range ms {
-			if (&tarWriter{}).ustar(&ms[i]) {
+			if (&tarWriter{}).ustar(ms[i].name, &ms[i].member) {
 				packed++
 			} else {
 				handed++
@@ -175,7 +182,7 @@ func TestTarWriterRandom(t *testing.T) {
 func TestTarWriterRefusesWhatTarRefuses(t *testing.T) {
 	var b bytes.Buffer
 	tw := &tarWriter{w: &b}
-	if err := tw.write(&tarMember{typ: tar.TypeReg, name: "bad\x00name", mode: 0o644, data: []byte("x")}); err == nil {
+	if err := tw.write("bad\x00name", &member{typ: tar.TypeReg, perm: 0o644, data: []byte("x")}); err == nil {
 		t.Error("a name with a NUL was written")
 	}
 	if b.Len() != 0 || tw.n != 0 {

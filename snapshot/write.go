@@ -301,11 +301,11 @@ func (c *capture) write(name string, h uint64, m *member) bool {
 		c.refuse(overBudget("Data", b.Data, "bytes of file data"))
 		return false
 	}
-	tm := &tarMember{typ: m.typ, name: name, mode: int64(m.perm), linkname: m.target, major: int64(m.major), minor: int64(m.minor), data: m.data}
+	full := name
 	if m.typ == tar.TypeDir {
-		tm.name += "/"
+		full += "/"
 	}
-	if err := c.tw.write(tm); err != nil {
+	if err := c.tw.write(full, m); err != nil {
 		c.err = fmt.Errorf("snapshot: %s: %w", name, err)
 		return false
 	}
