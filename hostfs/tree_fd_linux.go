@@ -262,7 +262,8 @@ func (t *fdTree) readFile(name string, buf []byte, toEOF, listed bool) (int, fs.
 	if !simple(name) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
-	fd, perm, err := t.openRegular(name, listed, listed)
+	var st unix.Stat_t
+	fd, perm, err := t.openRegular(name, listed, listed, &st)
 	if errors.Is(err, unix.ELOOP) {
 		return t.readFileRoot(name, buf, toEOF)
 	}
@@ -294,16 +295,12 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 	if !simple(name) {
 		return t.openReaderAtRoot(name)
 	}
-	fd, _, err := t.openRegular(name, true, false)
+	var st unix.Stat_t
+	fd, _, err := t.openRegular(name, true, false, &st)
 	if errors.Is(err, unix.ELOOP) {
 		return t.openReaderAtRoot(name)
 	}
 	if err != nil {
-		return nil, 0, err
-	}
-	var st unix.Stat_t
-	if err := t.sys.fstat(fd, &st); err != nil {
-		t.sys.close(fd)
 		return nil, 0, err
 	}
 	return preadFile(fd), st.Size, nil
@@ -314,13 +311,13 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 // is never opened, a FIFO never waited on) and again on the open descriptor. A link
 // gives ELOOP, for the caller to hand to the os.Root fallback.
 //
-// It returns the open file's permission bits too. On kernfs the file is opened
-// without a look first, and its type and permission bits are looked at only when
-// wantPerm asks for them (perm is 0 otherwise): a directory opened so is found by
-// the read (EISDIR). Elsewhere, listed says that a listing has just given name as a
-// regular file (Root.ReadListed), which stands for the look before the open.
-func (t *fdTree) openRegular(name string, wantPerm, listed bool) (int, fs.FileMode, error) {
-	var st unix.Stat_t
+// It returns the open file's permission bits too, and leaves in st what fstat gave
+// of the open file. On kernfs the file is opened without a look first, and its type
+// and permission bits are looked at only when wantPerm asks for them (perm and st
+// are zero otherwise): a directory opened so is found by the read (EISDIR).
+// Elsewhere, listed says that a listing has just given name as a regular file
+// (Root.ReadListed), which stands for the look before the open.
+func (t *fdTree) openRegular(name string, wantPerm, listed bool, st *unix.Stat_t) (int, fs.FileMode, error) {
 	if t.kernfs {
 		fd, ok, err := t.sys.openSameMount(t.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 		switch {
@@ -330,11 +327,11 @@ func (t *fdTree) openRegular(name string, wantPerm, listed bool) (int, fs.FileMo
 		case !wantPerm:
 			return fd, 0, nil
 		default:
-			return t.checkRegular(fd, &st)
+			return t.checkRegular(fd, st)
 		}
 	}
 	if !listed {
-		if err := t.sys.fstatat(t.fd, name, &st); err != nil {
+		if err := t.sys.fstatat(t.fd, name, st); err != nil {
 			return -1, 0, err
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -348,7 +345,7 @@ func (t *fdTree) openRegular(name string, wantPerm, listed bool) (int, fs.FileMo
 	if err != nil {
 		return -1, 0, err
 	}
-	return t.checkRegular(fd, &st)
+	return t.checkRegular(fd, st)
 }
 
 // checkRegular returns fd and its permission bits if it is a regular file, and
