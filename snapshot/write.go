@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -161,7 +160,7 @@ type capture struct {
 
 	// What the archive holds so far, checked against the budget its reader applies.
 	budget  hostfs.Budget
-	zw      *gzip.Writer
+	zw      *blockGzip
 	tw      *tarWriter      // its n counts the tar stream, as the reader decompresses it
 	names   map[uint64]byte // every name written (its FNV-1a hash): its tar type
 	nodes   int             // tree nodes the reader makes: the root and every name
@@ -177,10 +176,7 @@ type capture struct {
 }
 
 func newCapture(src hostfs.Root, w io.Writer, redact bool, b hostfs.Budget) *capture {
-	// BestSpeed: the archive is a few tens of per cent larger than at the default
-	// level and deflate costs a third as much; most of a capture is config space
-	// and short attributes, which compress well either way.
-	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level: no error
+	zw := newBlockGzip(w)
 	return &capture{
 		src: src, redact: redact, budget: b,
 		zw: zw, tw: &tarWriter{w: zw},
