@@ -4,9 +4,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/p2pkit/p2pkit/internal/hugepage"
 )
 
 // hugePagesFirst has the first startingHeap bytes of heap that p2pcheck fills backed
@@ -32,25 +31,7 @@ func hugePagesFirst() {
 	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
 		return
 	}
-	if _, _, ok := markHugePages(startingHeap); ok {
+	if _, _, ok := hugepage.Advise(make([]byte, startingHeap)); ok {
 		runtime.GC()
 	}
-}
-
-// markHugePages allocates size bytes and marks the whole huge pages inside them,
-// [beg, end), MADV_HUGEPAGE; ok is false when there is none. The bytes are garbage
-// on return.
-func markHugePages(size int) (beg, end uintptr, ok bool) {
-	page := uintptr(os.Getpagesize())
-	huge := page * (page / 8) // what one page-middle-directory entry maps
-	b := make([]byte, size)
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	beg = (start + huge - 1) &^ (huge - 1)
-	end = (start + uintptr(len(b))) &^ (huge - 1)
-	if beg >= end {
-		return 0, 0, false
-	}
-	// A failure (a kernel without THP: EINVAL) leaves the heap as it was.
-	_ = unix.Madvise(b[beg-start:end-start], unix.MADV_HUGEPAGE)
-	return beg, end, true
 }

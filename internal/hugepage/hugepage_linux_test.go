@@ -1,4 +1,4 @@
-package main
+package hugepage
 
 import (
 	"bufio"
@@ -8,19 +8,20 @@ import (
 	"testing"
 )
 
-// TestMarkHugePages checks in /proc/self/smaps that the range markHugePages marks
+// TestAdvise checks in /proc/self/smaps that the range Advise marks in 32 MiB
 // is one the kernel keeps the advice for (VmFlags "hg", fs/proc/task_mmu.c
 // show_smap_vma_flags for VM_HUGEPAGE), and that it lies inside what was allocated.
-func TestMarkHugePages(t *testing.T) {
+func TestAdvise(t *testing.T) {
+	const size = 32 << 20
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
 		t.Skipf("this kernel has no transparent huge pages: %v", err)
 	}
-	beg, end, ok := markHugePages(startingHeap)
+	beg, end, ok := Advise(make([]byte, size))
 	if !ok {
-		t.Skipf("no whole huge page fits in %d bytes with %d-byte pages", startingHeap, os.Getpagesize())
+		t.Skipf("no whole huge page fits in %d bytes with %d-byte pages", size, os.Getpagesize())
 	}
-	if end-beg < startingHeap/2 {
-		t.Errorf("marked %d bytes of %d", end-beg, startingHeap)
+	if end-beg < size/2 {
+		t.Errorf("marked %d bytes of %d", end-beg, size)
 	}
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
