@@ -201,8 +201,10 @@ func openInput(path string, m *hostfs.Meter) (hostfs.Root, error) {
 		if err != nil {
 			return hostfs.Root{}, err
 		}
+		hugePagesForTree(root)
 		return root.WithMeter(m), nil
 	}
+	hugePagesForArchive(path)
 	f, err := hostfs.OpenNamed(m, path, snapshotKind)
 	if err != nil {
 		return hostfs.Root{}, err

@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"weak"
 )
 
 // startingHeap is the heap p2pcheck grows to before its first collection.
@@ -25,4 +26,9 @@ func growHeapFirst() {
 	old := debug.SetGCPercent(startingHeap / (4 << 20) * 100)
 	sentinel := new([64]byte)
 	runtime.AddCleanup(sentinel, func(percent int) { debug.SetGCPercent(percent) }, old)
+	startSentinel = weak.Make(sentinel)
 }
+
+// startSentinel is growHeapFirst's sentinel while it lives, so that a collection
+// p2pcheck forces (hugePagesFirst's) is not taken for the first one.
+var startSentinel weak.Pointer[[64]byte]

@@ -2,5 +2,10 @@
 
 package main
 
-// hugePagesFirst does nothing: transparent huge pages are Linux's.
-func hugePagesFirst() {}
+import "github.com/p2pkit/p2pkit/hostfs"
+
+// hugePagesForTree does nothing: transparent huge pages are Linux's.
+func hugePagesForTree(hostfs.Root) {}
+
+// hugePagesForArchive does nothing: transparent huge pages are Linux's.
+func hugePagesForArchive(string) {}

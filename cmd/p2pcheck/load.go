@@ -14,14 +14,14 @@ import (
 // (the live machine by default). Failing to open it means p2pcheck cannot
 // evaluate anything (exit 3).
 func (o *globalOptions) openRoot() (hostfs.Root, error) {
+	var root hostfs.Root
+	var err error
 	if o.snapshot != "" {
-		root, err := snapshot.Open(o.snapshot)
-		if err != nil {
-			return hostfs.Root{}, noEvalError(err)
-		}
-		return root.WithMeter(o.reads), nil
+		hugePagesForArchive(o.snapshot)
+		root, err = snapshot.Open(o.snapshot)
+	} else if root, err = hostfs.Open(o.root); err == nil {
+		hugePagesForTree(root)
 	}
-	root, err := hostfs.Open(o.root)
 	if err != nil {
 		return hostfs.Root{}, noEvalError(err)
 	}

@@ -33,7 +33,6 @@ func usageError(format string, args ...any) error {
 func noEvalError(err error) error { return cli.Exit(exitNoEval, err) }
 
 func main() {
-	hugePagesFirst() // first: its collection would end growHeapFirst's setting
 	growHeapFirst()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
