@@ -82,7 +82,7 @@ func ReadBudget(r io.Reader, b hostfs.Budget) (hostfs.Root, error) {
 	// tar reads PAX and GNU long-name records itself, before Next returns.
 	cr := &countingReader{r: zr, limit: b.Bytes}
 	l := loader{mem: hostfs.NewMemBuilder(b), budget: b}
-	tr := tar.NewReader(cr)
+	tr := newTarReader(cr)
 	for {
 		hdr, err := tr.Next()
 		if cr.err != nil {

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -176,4 +177,229 @@ func octal(b []byte, x int64) {
 	}
 	copy(b[max(pad, 0):], s)
 	b[len(b)-1] = 0
+}
+
+// tarReader reads a tar stream as archive/tar's Reader does, for the header fields a
+// snapshot keeps: name, link target, type, mode, size and device numbers. A block of
+// the kind tarWriter packs (plainUSTAR) is unpacked here: tar.Reader checks every
+// block for each format it knows, scanning it for non-ASCII bytes, and allocates a
+// Header of two dozen fields, which was half of loading a snapshot. Any other block
+// (a PAX or GNU extension, as a link target past 100 bytes takes, another magic, a
+// number or checksum not in archive/tar's octal form, a member type a snapshot does
+// not hold, a name that is not local) is read by an archive/tar Reader started at
+// that block, with what it extends and the member's data; tarReader goes on after
+// it where the member's data is plainly laid out (not sparse), and otherwise leaves
+// the rest of the stream to that Reader. So archive/tar stays the one reader of
+// every format beyond plain USTAR. Errors are archive/tar's own and, as its
+// Reader's, final.
+type tarReader struct {
+	r    io.Reader
+	sub  *tar.Reader // reads the current member, or all the rest where rest is set
+	rest bool
+	blk  [blockSize]byte
+	hdr  tar.Header // what Next returns until it is called again
+	left int64      // bytes of the current member's data not yet read
+	pad  int64      // zero bytes after its data, to the next block
+	err  error
+}
+
+func newTarReader(r io.Reader) *tarReader { return &tarReader{r: r} }
+
+// Next skips what is left of the current member and returns the next member's
+// header, io.EOF at the end of the archive. The header is valid until Next is called
+// again.
+func (t *tarReader) Next() (*tar.Header, error) {
+	if t.rest {
+		return t.sub.Next()
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	hdr, err := t.next()
+	t.err = err
+	return hdr, err
+}
+
+func (t *tarReader) next() (*tar.Header, error) {
+	// As tar.Reader.next: the rest of the data, then its padding (tryReadFull), then
+	// a block; two zero blocks end the archive.
+	if t.sub != nil {
+		if _, err := io.Copy(io.Discard, t.sub); err != nil {
+			return nil, err
+		}
+		t.sub = nil
+	} else if n, err := io.CopyN(io.Discard, t.r, t.left); err != nil {
+		if err == io.EOF && n < t.left {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	if err := readPadding(t.r, t.blk[:t.pad]); err != nil {
+		return nil, err
+	}
+	t.left, t.pad = 0, 0
+	if _, err := io.ReadFull(t.r, t.blk[:]); err != nil {
+		return nil, err
+	}
+	if t.blk == zeroBlock {
+		if _, err := io.ReadFull(t.r, t.blk[:]); err != nil {
+			return nil, err
+		}
+		if t.blk == zeroBlock {
+			return nil, io.EOF
+		}
+		return nil, tar.ErrHeader
+	}
+	if t.plainUSTAR() {
+		return &t.hdr, nil
+	}
+	blk := t.blk
+	sub := tar.NewReader(io.MultiReader(bytes.NewReader(blk[:]), t.r))
+	hdr, err := sub.Next()
+	if err != nil {
+		return nil, err
+	}
+	t.sub = sub
+	switch hdr.Typeflag {
+	case tar.TypeReg:
+		// tar.Reader pads what it read of the data (handleRegularFile), unless
+		// the file is sparse, whose data is laid out otherwise.
+		t.pad = -hdr.Size & (blockSize - 1)
+		for k := range hdr.PAXRecords {
+			if strings.HasPrefix(k, "GNU.sparse.") {
+				t.rest = true
+			}
+		}
+	case tar.TypeSymlink, tar.TypeChar, tar.TypeBlock, tar.TypeDir: // header-only
+	default:
+		t.rest = true
+	}
+	return hdr, nil
+}
+
+// plainUSTAR reports whether t.blk is a USTAR header in the form tarWriter packs and
+// archive/tar's Writer writes, and if so unpacks it into t.hdr and the current
+// member: the USTAR magic and version, nothing past the prefix field (no STAR
+// trailer), every number in octal digits ending in NUL, the checksum in six digits,
+// NUL and space and equal to the block's (unsigned) sum, a directory, regular file,
+// symbolic link or device node, and a local name (filepath.IsLocal, which archive/tar
+// checks under GODEBUG=tarinsecurepath=0). For such a block archive/tar reads the
+// same fields the same way (reader.go readHeader and next, format.go getFormat).
+func (t *tarReader) plainUSTAR() bool {
+	b := &t.blk
+	if string(b[257:265]) != "ustar\x0000" || [12]byte(b[500:512]) != [12]byte{} {
+		return false
+	}
+	typ := b[156]
+	switch typ {
+	case tar.TypeReg, tar.TypeSymlink, tar.TypeChar, tar.TypeBlock, tar.TypeDir:
+	default:
+		return false
+	}
+	sum, ok := octalField(b[148:155])
+	if !ok || b[155] != ' ' {
+		return false
+	}
+	var n int64
+	for i, c := range b {
+		if 148 <= i && i < 156 {
+			c = ' '
+		}
+		n += int64(c)
+	}
+	mode, ok1 := octalField(b[100:108])
+	_, ok2 := octalField(b[108:116]) // uid
+	_, ok3 := octalField(b[116:124]) // gid
+	size, ok4 := octalField(b[124:136])
+	_, ok5 := octalField(b[136:148]) // mtime
+	major, ok6 := octalField(b[329:337])
+	minor, ok7 := octalField(b[337:345])
+	if n != sum || !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+		return false
+	}
+	name := cString(b[0:nameSize])
+	if prefix := cString(b[345 : 345+prefixSize]); len(prefix) > 0 {
+		name = prefix + "/" + name
+	}
+	if !filepath.IsLocal(name) {
+		return false
+	}
+	t.hdr = tar.Header{
+		Typeflag: typ, Name: name, Linkname: cString(b[157 : 157+nameSize]),
+		Mode: mode, Size: size, Devmajor: major, Devminor: minor, Format: tar.FormatUSTAR,
+	}
+	if typ == tar.TypeReg { // the others are header-only (isHeaderOnlyType)
+		t.left, t.pad = size, -size&(blockSize-1)
+	}
+	return true
+}
+
+// Read reads the current member's data, as tar.Reader's Read does.
+func (t *tarReader) Read(p []byte) (int, error) {
+	if t.sub != nil {
+		return t.sub.Read(p) // tar.Reader's errors are final of themselves
+	}
+	if t.err != nil {
+		return 0, t.err
+	}
+	if int64(len(p)) > t.left {
+		p = p[:t.left]
+	}
+	var n int
+	var err error
+	if len(p) > 0 {
+		n, err = t.r.Read(p)
+		t.left -= int64(n)
+	}
+	switch {
+	case err == io.EOF && t.left > 0:
+		err = io.ErrUnexpectedEOF
+	case err == nil && t.left == 0:
+		err = io.EOF
+	}
+	if err != nil && err != io.EOF {
+		t.err = err
+	}
+	return n, err
+}
+
+// readPadding reads b whole, as tar.Reader reads the padding after a member's data
+// (tryReadFull): a stream that ends before b is full ends with io.EOF, however much
+// of b was read.
+func readPadding(r io.Reader, b []byte) error {
+	n := 0
+	var err error
+	for n < len(b) && err == nil {
+		var m int
+		m, err = r.Read(b[n:])
+		n += m
+	}
+	if n == len(b) && err == io.EOF {
+		err = nil
+	}
+	return err
+}
+
+// octalField parses a field as archive/tar's formatOctal writes it: octal digits
+// filling all but the last byte, which is NUL.
+func octalField(b []byte) (int64, bool) {
+	if b[len(b)-1] != 0 {
+		return 0, false
+	}
+	var x int64
+	for _, c := range b[:len(b)-1] {
+		if c < '0' || c > '7' {
+			return 0, false
+		}
+		x = x<<3 | int64(c-'0')
+	}
+	return x, true
+}
+
+// cString is b up to its first NUL, as archive/tar's parseString reads a field.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
 }

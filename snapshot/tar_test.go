@@ -122,10 +122,9 @@ func TestTarWriterMatchesArchiveTar(t *testing.T) {
 	}
 }
 
-// TestTarWriterRandom: random members, of every length of name and link target
-// about the USTAR limits, come out as archive/tar writes them.
-func TestTarWriterRandom(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
+// randomMembers returns n random members, of every length of name and link target
+// about the USTAR limits, of every type a snapshot holds.
+func randomMembers(rng *rand.Rand, n int) []tarMember {
 	alphabet := []string{"a", "b", "0", ":", ".", "_", "-", "/", "\u00e9"}
 	word := func(max int) string {
 		var b strings.Builder
@@ -139,27 +138,33 @@ func TestTarWriterRandom(t *testing.T) {
 		return b.String()
 	}
 	types := []byte{tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeChar, tar.TypeBlock}
+	var ms []tarMember
+	for range n {
+		m := tarMember{word(300), member{typ: types[rng.IntN(len(types))], perm: fs.FileMode(rng.Int64N(1 << 22))}}
+		switch m.typ {
+		case tar.TypeReg:
+			m.data = make([]byte, rng.IntN(1500))
+			for i := range m.data {
+				m.data[i] = byte(rng.IntN(256))
+			}
+		case tar.TypeDir:
+			m.name += "/"
+		case tar.TypeSymlink:
+			m.target = word(160)
+		default:
+			m.major, m.minor = rng.Uint32N(1<<22), rng.Uint32N(1<<22)
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// TestTarWriterRandom: random members come out as archive/tar writes them.
+func TestTarWriterRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
 	packed, handed := 0, 0
 	for round := range 200 {
-		var ms []tarMember
-		for range 50 {
-			m := tarMember{word(300), member{typ: types[rng.IntN(len(types))], perm: fs.FileMode(rng.Int64N(1 << 22))}}
-			switch m.typ {
-			case tar.TypeReg:
-				m.data = make([]byte, rng.IntN(1500))
-				for i := range m.data {
-					m.data[i] = byte(rng.IntN(256))
-				}
-			case tar.TypeDir:
-				m.name += "/"
-			case tar.TypeSymlink:
-				m.target = word(160)
-			default:
-				m.major, m.minor = rng.Uint32N(1<<22), rng.Uint32N(1<<22)
-			}
-			ms = append(ms, m)
-		}
-		ms = writable(t, ms)
+		ms := writable(t, randomMembers(rng, 50))
 		if want, got := referenceTar(t, ms), ourTar(t, ms); !bytes.Equal(want, got) {
 			t.Fatalf("round %d: tarWriter differs from archive/tar at byte %d", round, firstDiff(want, got))
 		}
