@@ -3,6 +3,7 @@ package snapshot
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/binary"
 	"io"
 	"path/filepath"
 	"strconv"
@@ -124,16 +125,27 @@ func (t *tarWriter) ustar(full string, m *member) bool {
 	octal(b[329:337], major)
 	octal(b[337:345], minor)
 	copy(b[345:345+prefixSize], prefix)
-	var sum int64
-	for i, c := range b {
-		if 148 <= i && i < 156 {
-			c = ' ' // the checksum field counts as spaces
-		}
-		sum += int64(c)
-	}
-	octal(b[148:155], sum)
+	octal(b[148:155], checksum(b))
 	b[155] = ' '
 	return true
+}
+
+// checksum is the sum of b's bytes with the checksum field counted as spaces, the
+// header checksum of POSIX.1 ustar and archive/tar (format.go computeChecksum,
+// unsigned). The bytes are added eight at a time, in four 16-bit lanes of a word:
+// 64 words of at most 2×255 a lane stay below 2^16.
+func checksum(b *[blockSize]byte) int64 {
+	const low = 0x00ff00ff00ff00ff
+	var lanes uint64
+	for i := 0; i < blockSize; i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		lanes += w&low + w>>8&low
+	}
+	sum := int64(lanes&0xffff + lanes>>16&0xffff + lanes>>32&0xffff + lanes>>48)
+	for _, c := range b[148:156] {
+		sum += ' ' - int64(c)
+	}
+	return sum
 }
 
 // splitUSTARPath splits a name longer than the name field at a slash into a prefix
@@ -297,15 +309,8 @@ func (t *tarReader) plainUSTAR() bool {
 		return false
 	}
 	sum, ok := octalField(b[148:155])
-	if !ok || b[155] != ' ' {
+	if !ok || b[155] != ' ' || sum != checksum(b) {
 		return false
-	}
-	var n int64
-	for i, c := range b {
-		if 148 <= i && i < 156 {
-			c = ' '
-		}
-		n += int64(c)
 	}
 	mode, ok1 := octalField(b[100:108])
 	_, ok2 := octalField(b[108:116]) // uid
@@ -314,7 +319,7 @@ func (t *tarReader) plainUSTAR() bool {
 	_, ok5 := octalField(b[136:148]) // mtime
 	major, ok6 := octalField(b[329:337])
 	minor, ok7 := octalField(b[337:345])
-	if n != sum || !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
 		return false
 	}
 	name := cString(b[0:nameSize])

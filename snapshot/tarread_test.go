@@ -190,6 +190,12 @@ func TestTarReaderMatchesArchiveTar(t *testing.T) {
 
 // resum writes the checksum of the header block b into it, as archive/tar writes it.
 func resum(b []byte) {
+	octal(b[148:155], naiveChecksum(b))
+	b[155] = ' '
+}
+
+// naiveChecksum is the header checksum byte by byte, as POSIX.1 defines it.
+func naiveChecksum(b []byte) int64 {
 	var sum int64
 	for i, c := range b {
 		if 148 <= i && i < 156 {
@@ -197,8 +203,33 @@ func resum(b []byte) {
 		}
 		sum += int64(c)
 	}
-	octal(b[148:155], sum)
-	b[155] = ' '
+	return sum
+}
+
+// TestChecksum: checksum's sum in lanes is the byte-by-byte sum, on blocks of every
+// byte value, all 0xff (the largest lanes) among them.
+func TestChecksum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var blocks [][blockSize]byte
+	for v := range 256 {
+		var b [blockSize]byte
+		for i := range b {
+			b[i] = byte(v)
+		}
+		blocks = append(blocks, b)
+	}
+	for range 1000 {
+		var b [blockSize]byte
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		blocks = append(blocks, b)
+	}
+	for _, b := range blocks {
+		if got, want := checksum(&b), naiveChecksum(b[:]); got != want {
+			t.Fatalf("checksum of a block of % x...: %d, want %d", b[:8], got, want)
+		}
+	}
 }
 
 // TestTarReaderHandsOver: a PAX header among plain ones is read by archive/tar,
