@@ -200,8 +200,9 @@ func octal(b []byte, x int64) {
 // number or checksum not in archive/tar's octal form, a member type a snapshot does
 // not hold, a name that is not local) is read by an archive/tar Reader started at
 // that block, with what it extends and the member's data; tarReader goes on after
-// it where the member's data is plainly laid out (not sparse), and otherwise leaves
-// the rest of the stream to that Reader. So archive/tar stays the one reader of
+// it where the block is USTAR's (as archive/tar's PAX extensions are) and the
+// member's data is plainly laid out (not sparse), and otherwise leaves the rest of
+// the stream to that Reader: an archive GNU tar wrote is read by archive/tar alone. So archive/tar stays the one reader of
 // every format beyond plain USTAR. Errors are archive/tar's own and, as its
 // Reader's, final.
 type tarReader struct {
@@ -272,6 +273,9 @@ func (t *tarReader) next() (*tar.Header, error) {
 		return nil, err
 	}
 	t.sub = sub
+	// A block without the USTAR magic (GNU tar's, V7) comes from another writer,
+	// whose every block would be handed over: archive/tar reads the rest.
+	t.rest = string(blk[257:263]) != "ustar\x00"
 	switch hdr.Typeflag {
 	case tar.TypeReg:
 		// tar.Reader pads what it read of the data (handleRegularFile), unless

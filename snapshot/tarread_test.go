@@ -283,6 +283,33 @@ func TestTarReaderHandsOver(t *testing.T) {
 	}
 }
 
+// TestTarReaderLeavesGNUToArchiveTar: an archive of GNU tar's format is read by
+// archive/tar from its first block on, since none of its blocks is plain USTAR.
+func TestTarReaderLeavesGNUToArchiveTar(t *testing.T) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, name := range []string{"a", "b", "c"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: 1, Format: tar.FormatGNU}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(name))
+	}
+	tw.Close()
+	r := newTarReader(bytes.NewReader(b.Bytes()))
+	for _, name := range []string{"a", "b", "c"} {
+		hdr, err := r.Next()
+		if err != nil || hdr.Name != name {
+			t.Fatalf("member %q: %v, %v", name, hdr, err)
+		}
+		if !r.rest {
+			t.Fatalf("member %q: tarReader still reads the archive itself", name)
+		}
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Errorf("after the last member: %v, want io.EOF", err)
+	}
+}
+
 // FuzzTarReader: on any stream tarReader reads what archive/tar's Reader reads.
 func FuzzTarReader(f *testing.F) {
 	rng := rand.New(rand.NewPCG(5, 6))
