@@ -296,8 +296,8 @@ func (t *tarReader) next() (*tar.Header, error) {
 // plainUSTAR reports whether t.blk is a USTAR header in the form tarWriter packs and
 // archive/tar's Writer writes, and if so unpacks it into t.hdr and the current
 // member: the USTAR magic and version, nothing past the prefix field (no STAR
-// trailer), every number in octal digits ending in NUL, the checksum in six digits,
-// NUL and space and equal to the block's (unsigned) sum, a directory, regular file,
+// trailer), every number in octal as archive/tar reads it (octalField), the checksum
+// equal to the block's (unsigned) sum, a directory, regular file,
 // symbolic link or device node, and a local name (filepath.IsLocal, which archive/tar
 // checks under GODEBUG=tarinsecurepath=0). For such a block archive/tar reads the
 // same fields the same way (reader.go readHeader and next, format.go getFormat).
@@ -312,8 +312,8 @@ func (t *tarReader) plainUSTAR() bool {
 	default:
 		return false
 	}
-	sum, ok := octalField(b[148:155])
-	if !ok || b[155] != ' ' || sum != checksum(b) {
+	sum, ok := octalField(b[148:156])
+	if !ok || sum != checksum(b) {
 		return false
 	}
 	mode, ok1 := octalField(b[100:108])
@@ -389,14 +389,17 @@ func readPadding(r io.Reader, b []byte) error {
 	return err
 }
 
-// octalField parses a field as archive/tar's formatOctal writes it: octal digits
-// filling all but the last byte, which is NUL.
+// octalField parses a numeric field as archive/tar's parseNumeric reads one in octal
+// (strconv.go parseOctal): NULs and spaces trimmed at both ends, the rest up to a NUL
+// in octal digits, nothing at all for 0. A field in base-256 (its first bit set),
+// or with anything else in it, is not one (false): archive/tar reads it, or refuses it.
 func octalField(b []byte) (int64, bool) {
-	if b[len(b)-1] != 0 {
-		return 0, false
+	b = bytes.Trim(b, " \x00")
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
 	}
 	var x int64
-	for _, c := range b[:len(b)-1] {
+	for _, c := range b {
 		if c < '0' || c > '7' {
 			return 0, false
 		}

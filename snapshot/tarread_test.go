@@ -149,6 +149,23 @@ func TestTarReaderMatchesArchiveTar(t *testing.T) {
 		resum(b[:blockSize])
 		archives = append(archives, b)
 	}
+	// Numbers in the other forms archive/tar reads, or refuses: padded with spaces or
+	// NULs on either side, cut by a NUL, empty, with a space inside, in base-256.
+	for _, field := range []string{
+		"0000644\x00", "000644 \x00", "   0644 ", "\x00\x00\x00\x00644", "644\x00\x00\x00\x00\x00",
+		"64\x004\x00\x00\x00\x00", "\x00\x00\x00\x00\x00\x00\x00\x00", "        ", "6 4\x00\x00\x00\x00\x00",
+		"0000648\x00", "\x80\x00\x00\x00\x00\x00\x01\xa4",
+	} {
+		for _, at := range []int{100, 108, 329} { // mode, uid, devmajor
+			b := ourTar(t, []tarMember{
+				{"sys/devices/a", member{typ: tar.TypeReg, perm: 0o644, data: []byte("abcde")}},
+				{"sys/devices/b", member{typ: tar.TypeReg, perm: 0o644, data: []byte("after")}},
+			})
+			copy(b[at:at+8], field)
+			resum(b[:blockSize])
+			archives = append(archives, b)
+		}
+	}
 	unpacked := 0
 	for i, b := range archives {
 		check := func(what string, b []byte) {
