@@ -56,13 +56,13 @@ func hugePagesForArchive(path string) {
 // its first touch of each 2 MiB faults in one huge page. That collection is the only
 // one: none starts while the range is allocated. It runs on one P, so that no mark
 // worker is started for the others, and keeps growHeapFirst's sentinel alive: the
-// starting heap still lasts until the runtime's own first collection. Nothing is marked where the range holds no whole huge page (64
-// KiB-page arm64, whose huge pages are 512 MiB), or where GODEBUG has disablethp=1,
-// the runtime's own switch for keeping huge pages off the heap; with huge pages off
-// ("never") the advice changes nothing. Where no huge page is free, the kernel may
-// compact memory for one (transparent_hugepage/defrag) and otherwise falls back to
-// 4 KiB pages: at most 16 such faults a run. Peak RSS grows by a few MiB (topo of
-// that tree: 22 to 27 MB).
+// starting heap still lasts until the runtime's own first collection. Nothing is
+// marked where the range holds no whole huge page (64 KiB-page arm64, whose huge
+// pages are 512 MiB), or where GODEBUG has disablethp=1, the runtime's own switch for
+// keeping huge pages off the heap; with huge pages off ("never") the advice changes
+// nothing. Where no huge page is free, the kernel may compact memory for one
+// (transparent_hugepage/defrag) and otherwise falls back to 4 KiB pages: at most 16
+// such faults a run. Peak RSS grows by a few MiB (topo of that tree: 22 to 27 MB).
 func hugePagesFirst() {
 	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
 		return

@@ -11,7 +11,8 @@ import (
 )
 
 // openRoot opens the machine the flags name: a snapshot, or a root directory
-// (the live machine by default). Failing to open it means p2pcheck cannot
+// (the live machine by default), with the heap made ready for a large one
+// (hugePagesForArchive, hugePagesForTree). Failing to open it means p2pcheck cannot
 // evaluate anything (exit 3).
 func (o *globalOptions) openRoot() (hostfs.Root, error) {
 	var root hostfs.Root
