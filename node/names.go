@@ -10,29 +10,20 @@ import (
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
-// loadNames starts loading the host's pci.ids (path, or the usual places when
-// empty; its bytes count on m) in the background, so that it overlaps reading sysfs. The function it
-// returns waits for the load and names the devices of t; a missing database is
-// reported and leaves names empty.
+// loadNames returns the function that names the devices of t from the host's
+// pci.ids (path, or the usual places when empty; its bytes count on m), keeping of
+// it only what t's devices need (pciids.LoadFor). A missing database is reported
+// and leaves names empty.
 func loadNames(m *hostfs.Meter, path string) (annotate func(t *pcie.Topology) error) {
-	type result struct {
-		db  *pciids.DB
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		db, err := pciids.Load(m, path)
-		done <- result{db, err}
-	}()
 	return func(t *pcie.Topology) error {
-		r := <-done
-		if errors.Is(r.err, pciids.ErrNoDatabase) && path == "" {
-			return fmt.Errorf("device names unavailable: no pci.ids on this host (install the pci.ids, pciutils or hwdata package, or pass --pci-ids FILE): %w", r.err)
+		db, err := pciids.LoadFor(m, path, t)
+		if errors.Is(err, pciids.ErrNoDatabase) && path == "" {
+			return fmt.Errorf("device names unavailable: no pci.ids on this host (install the pci.ids, pciutils or hwdata package, or pass --pci-ids FILE): %w", err)
 		}
-		if r.err != nil {
-			return r.err
+		if err != nil {
+			return err
 		}
-		pciids.Annotate(t, r.db)
+		pciids.Annotate(t, db)
 		return nil
 	}
 }

@@ -2,15 +2,17 @@
 // pci.ids database (https://pci-ids.ucw.cz) installed on the host, as lspci does.
 //
 // The database is only ever read from a local file, never fetched over the network.
-// It is indexed lazily: Load reads the file and notes where each vendor's block and
-// the class section start; a vendor's devices and subsystems are parsed the first
-// time one of them is asked for. p2pcheck names a few dozen vendors per run, so it
-// never pays for parsing the other thousands (a full parse with
+// It is read as a stream and indexed lazily: loading checks every line, notes where
+// each vendor's block and the class section start and keeps those blocks (LoadFor:
+// only the blocks of the vendors a tree holds); a vendor's devices and subsystems are
+// parsed the first time one of them is asked for. p2pcheck names a few dozen vendors
+// per run, so it never pays for parsing the other thousands (a full parse with
 // github.com/jaypipes/pcidb costs about 90 ms and 12 MB, more than the whole
 // `p2pcheck topo` budget).
 package pciids
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"errors"
@@ -59,9 +61,9 @@ type DB struct {
 	// Path is the file the database was read from.
 	Path string
 
-	data    []byte
-	vendors []int32 // by vendor ID: offset of the vendor's line + 1, 0 when absent
-	classes int     // offset of the first "C " line, or len(data)
+	data    []byte           // the vendor blocks kept, then the class section
+	vendors map[uint16]int32 // offset in data of each kept vendor's line
+	classes int              // offset of the first "C " line, or len(data)
 
 	mu      sync.Mutex
 	devices map[uint32]*device // vendor<<16 | device, nil when not listed
@@ -73,13 +75,50 @@ type device struct {
 	subsystems map[uint32]string // subvendor<<16 | subdevice
 }
 
-// Load reads pci.ids from path, or, when path is empty, from the first of
-// DefaultPaths that exists, counting its bytes on m (nil: on nothing but its own
+// Load reads the whole of pci.ids from path, or, when path is empty, from the first
+// of DefaultPaths that exists, counting its bytes on m (nil: on nothing but its own
 // limit). A name ending in ".gz" is decompressed. It is read with hostfs.OpenNamed:
 // a FIFO or device node is refused without blocking. When there is no file the
 // error wraps ErrNoDatabase; a file whose vendor lines are malformed is an error
 // too.
 func Load(m *hostfs.Meter, path string) (*DB, error) {
+	return load(m, path, nil)
+}
+
+// LoadFor reads pci.ids as Load does, every line checked alike, but keeps only what
+// naming t's devices looks up (see Annotate): the lines of their vendors, of their
+// devices and those devices' subsystems, and the class section. The DB it returns
+// names t's devices as Load's would; every other vendor and device is unknown to it.
+// pci.ids is read through a buffer of scanBuffer bytes and a few KiB of it kept,
+// where keeping all 1.4 MB of it (Intel's block alone is 370 KB) faulted in as much
+// fresh heap: a quarter of `topo`'s CPU time on a node of 68 functions.
+func LoadFor(m *hostfs.Meter, path string, t *pcie.Topology) (*DB, error) {
+	f := &filter{vendors: map[uint16]bool{}, devices: map[uint32]bool{}}
+	for _, d := range t.Devices {
+		k := lookupKey(d)
+		f.vendors[k.vendor] = true
+		f.devices[uint32(k.vendor)<<16|uint32(k.device)] = true
+	}
+	return load(m, path, f)
+}
+
+// filter is what LoadFor keeps of pci.ids.
+type filter struct {
+	vendors map[uint16]bool
+	devices map[uint32]bool // vendor<<16 | device
+}
+
+// scanBuffer is the buffer pci.ids is read through.
+const scanBuffer = 64 << 10
+
+// maxLine is the longest line pciutils reads, newline excluded: lspci refuses a
+// database with a longer one ("Line too long", pciutils lib/names-parse.c
+// id_parse_list reads lines with fgets into MAX_LINE bytes, lib/names.h).
+const maxLine = 1024 - 2
+
+// load reads the database at path (see Load), keeping what f selects, or all of it
+// when f is nil.
+func load(m *hostfs.Meter, path string, f *filter) (*DB, error) {
 	if path == "" {
 		for _, p := range DefaultPaths() {
 			if _, err := os.Stat(p); err == nil {
@@ -91,85 +130,135 @@ func Load(m *hostfs.Meter, path string) (*DB, error) {
 			return nil, ErrNoDatabase
 		}
 	}
-	data, err := readAll(m, path)
+	file, err := hostfs.OpenNamed(m, path, kind)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNoDatabase, err)
 		}
 		return nil, fmt.Errorf("pciids: %w", err)
 	}
-	db := &DB{Path: path, data: data}
-	if err := db.index(); err != nil {
+	defer file.Close()
+	var r io.Reader = file
+	db := &DB{Path: path}
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(file)
+		if err != nil {
+			return nil, fmt.Errorf("pciids: %s: %w", path, err)
+		}
+		r = zr
+	} else if s := file.Size(); f == nil && s >= 0 && s <= maxSize {
+		db.data = make([]byte, 0, s)
+	}
+	if err := db.scan(io.LimitReader(r, maxSize+1), f); err != nil {
 		return nil, fmt.Errorf("pciids: %s: %w", path, err)
 	}
 	return db, nil
 }
 
-func readAll(m *hostfs.Meter, path string) ([]byte, error) {
-	f, err := hostfs.OpenNamed(m, path, kind)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var r io.Reader = f
-	size := 0
-	if s := f.Size(); s >= 0 && s <= maxSize {
-		size = int(s)
-	}
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+// scan reads the database from r a line at a time. It finds the vendor lines
+// ("vvvv  Name" at the start of a line) up to the class section ("C cc  Name") and
+// keeps each vendor's block (its line and the device and subsystem lines below
+// it), then the class section and all after it. With a filter it keeps of a
+// block only the lines that vendorLine and findDevice look at for what the filter
+// holds: the vendor's line, and the lines of each device ("\tdddd  Name") with the
+// subsystem and comment lines that follow them. Names are cut out of what was
+// kept when asked for.
+func (db *DB) scan(r io.Reader, f *filter) error {
+	br := bufio.NewReaderSize(r, scanBuffer)
+	db.vendors = map[uint16]int32{}
+	db.classes = -1
+	var (
+		size   int
+		keep   bool // the line is kept
+		vendor = -1 // the block's vendor while the filter holds it
+		device bool // in the lines that follow a kept device's
+		lineNo = 0
+	)
+	for {
+		line, err := br.ReadSlice('\n')
+		lineNo++
+		if size += len(line); size > maxSize {
+			return fmt.Errorf("larger than %d bytes", maxSize)
 		}
-		r = zr
+		text := bytes.TrimSuffix(line, []byte("\n"))
+		if len(text) > maxLine || err == bufio.ErrBufferFull {
+			return fmt.Errorf("line %d: longer than %d bytes, which pciutils refuses too", lineNo, maxLine)
+		}
+		switch {
+		case db.classes >= 0:
+			keep = true
+		case len(text) > 0 && text[0] == '\t':
+			if f == nil {
+				break
+			}
+			sub := len(text) > 1 && text[1] == '\t'
+			keep = sub && device
+			if !sub {
+				id, ok := lowerHex4(text[1:])
+				device = ok && len(text) > 5 && text[5] == ' ' && vendor >= 0 &&
+					f.devices[uint32(vendor)<<16|uint32(id)]
+				keep = device
+			}
+		case len(text) == 0 || text[0] == '#':
+			if f != nil {
+				keep = device && len(text) > 0
+				device = keep
+			}
+		case text[0] == 'C' && len(text) > 1 && text[1] == ' ':
+			db.classes, keep = len(db.data), true
+		default:
+			id, ok := hexID(text[:min(4, len(text))])
+			if !ok || len(text) < 6 || (text[4] != ' ' && text[4] != '\t') {
+				return fmt.Errorf("line %d: malformed vendor line %q", lineNo, text)
+			}
+			keep, vendor, device = f == nil || f.vendors[uint16(id)], -1, false
+			if keep {
+				db.vendors[uint16(id)] = int32(len(db.data))
+				vendor = int(id)
+			}
+		}
+		if keep {
+			db.data = append(db.data, line...)
+		}
+		switch {
+		case err == io.EOF:
+			if db.classes < 0 {
+				db.classes = len(db.data)
+			}
+			return nil
+		case err != nil:
+			return err
+		}
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-	_, err = buf.ReadFrom(io.LimitReader(r, maxSize+1))
-	data := buf.Bytes()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxSize)
-	}
-	return data, nil
 }
 
-// index finds the vendor lines ("vvvv  Name" at the start of a line) up to the
-// class section ("C cc  Name"). It keeps offsets only; names are cut out when
-// asked for. A table indexed by vendor ID costs 256 KiB and no hashing.
-func (db *DB) index() error {
-	if len(db.data) >= 1<<31 {
-		return fmt.Errorf("too large")
+// lowerHex4 parses the four lowercase hexadecimal digits at the start of b, as
+// findDevice matches a device's line.
+func lowerHex4(b []byte) (uint16, bool) {
+	if len(b) < 4 {
+		return 0, false
 	}
-	db.vendors = make([]int32, 1<<16)
-	db.classes = len(db.data)
-	for off, lineNo := 0, 1; off < len(db.data); lineNo++ {
-		line, next := lineAt(db.data, off)
+	var id uint16
+	for _, c := range b[:4] {
 		switch {
-		case len(line) == 0 || line[0] == '#' || line[0] == '\t':
-		case line[0] == 'C' && len(line) > 1 && line[1] == ' ':
-			db.classes = off
-			return nil
+		case '0' <= c && c <= '9':
+			id = id<<4 | uint16(c-'0')
+		case 'a' <= c && c <= 'f':
+			id = id<<4 | uint16(c-'a'+10)
 		default:
-			id, ok := hexID(line[:min(4, len(line))])
-			if !ok || len(line) < 6 || (line[4] != ' ' && line[4] != '\t') {
-				return fmt.Errorf("line %d: malformed vendor line %q", lineNo, line)
-			}
-			db.vendors[id] = int32(off) + 1
+			return 0, false
 		}
-		off = next
 	}
-	return nil
+	return id, true
 }
 
 // vendorLine returns the vendor's line and the offset of the next one.
 func (db *DB) vendorLine(vendor uint16) (line []byte, body int, ok bool) {
-	off := db.vendors[vendor]
-	if off == 0 {
+	off, ok := db.vendors[vendor]
+	if !ok {
 		return nil, 0, false
 	}
-	line, body = lineAt(db.data, int(off-1))
+	line, body = lineAt(db.data, int(off))
 	return line, body, true
 }
 
@@ -395,17 +484,10 @@ func Annotate(t *pcie.Topology, db *DB) {
 	if db == nil {
 		return
 	}
-	type ids struct {
-		vendor, device, subVendor, subDevice uint16
-		class                                uint32
-	}
 	type names struct{ vendor, device, class, subsystem string }
-	seen := map[ids]names{}
+	seen := map[key]names{}
 	for _, d := range t.Devices {
-		k := ids{d.Vendor, d.Device, d.SubVendor, d.SubDevice, d.ClassCode()}
-		if d.Config != nil {
-			k.vendor, k.device = d.Config.Vendor, d.Config.Device
-		}
+		k := lookupKey(d)
 		n, ok := seen[k]
 		if !ok {
 			n = names{
@@ -418,4 +500,20 @@ func Annotate(t *pcie.Topology, db *DB) {
 		}
 		d.VendorName, d.DeviceName, d.ClassName, d.SubsystemName = n.vendor, n.device, n.class, n.subsystem
 	}
+}
+
+// key is what Annotate looks a device up by.
+type key struct {
+	vendor, device, subVendor, subDevice uint16
+	class                                uint32
+}
+
+// lookupKey returns d's IDs as Annotate looks them up: the vendor and device from
+// config space when it was decoded, else from the record's sysfs attributes.
+func lookupKey(d *pcie.Device) key {
+	k := key{d.Vendor, d.Device, d.SubVendor, d.SubDevice, d.ClassCode()}
+	if d.Config != nil {
+		k.vendor, k.device = d.Config.Vendor, d.Config.Device
+	}
+	return k
 }

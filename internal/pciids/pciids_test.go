@@ -1,10 +1,15 @@
 package pciids
 
 import (
+	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -131,6 +136,85 @@ func TestAnnotate(t *testing.T) {
 	}
 }
 
+// TestLoadFor checks that a database loaded for a tree names its devices as the
+// whole database does, while keeping only their vendors' blocks and the classes.
+func TestLoadFor(t *testing.T) {
+	recs := []pcie.Record{
+		{Address: pcie.Address{Device: 1}, Path: "pci0000:00/0000:00:01.0", Vendor: 0x10de, Device: 0x2335,
+			SubVendor: 0x10de, SubDevice: 0x18c0, Class: 0x030200},
+		{Address: pcie.Address{Device: 2}, Path: "pci0000:00/0000:00:02.0", Vendor: 0x15b3, Device: 0x1021, Class: 0x020700},
+		{Address: pcie.Address{Device: 3}, Path: "pci0000:00/0000:00:03.0", Vendor: 0x1234, Device: 0x5678, Class: 0x010802},
+	}
+	whole, part := pcie.NewTopology(recs), pcie.NewTopology(recs)
+	Annotate(whole, loadTiny(t))
+	db, err := LoadFor(nil, tinyDB, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Annotate(part, db)
+	type names struct{ Vendor, Device, Class, Subsystem string }
+	get := func(top *pcie.Topology) (n []names) {
+		for _, d := range top.Devices {
+			n = append(n, names{d.VendorName, d.DeviceName, d.ClassName, d.SubsystemName})
+		}
+		return n
+	}
+	if diff := cmp.Diff(get(whole), get(part)); diff != "" {
+		t.Errorf("names from LoadFor (-Load +LoadFor):\n%s", diff)
+	}
+	if got := get(part)[0].Subsystem; got != "H200 NVL" {
+		t.Errorf("subsystem = %q, want H200 NVL", got)
+	}
+	if got := db.Vendor(0x8086); got != "" {
+		t.Errorf("Vendor(8086) of a tree without Intel = %q, want \"\"", got)
+	}
+	var kept []uint16
+	for v := range db.vendors {
+		kept = append(kept, v)
+	}
+	slices.Sort(kept)
+	if diff := cmp.Diff([]uint16{0x10de, 0x15b3}, kept); diff != "" {
+		t.Errorf("vendors kept (-want +got):\n%s", diff)
+	}
+	if bytes.Contains(db.data, []byte("Intel")) || bytes.Contains(db.data, []byte("Broadcom")) {
+		t.Errorf("kept the blocks of vendors the tree does not hold:\n%s", db.data)
+	}
+}
+
+// TestLoadLongLines checks that a line is read up to the length pciutils reads and
+// the database refused past it, as lspci refuses it, the last line too.
+func TestLoadLongLines(t *testing.T) {
+	name := strings.Repeat("x", maxLine-len("\t0001  "))
+	for _, tt := range []struct {
+		name, text string
+		ok         bool
+	}{
+		{"longest line", "1000  Broadcom\n\t0001  " + name + "\n10de  NVIDIA\n", true},
+		{"longest last line", "1000  Broadcom\n\t0001  " + name, true},
+		{"a byte longer", "1000  Broadcom\n\t0001  " + name + "y\n10de  NVIDIA\n", false},
+		{"a byte longer at the end", "1000  Broadcom\n\t0001  " + name + "y", false},
+		{"longer than the read buffer", "1000  Broadcom\n\t0001  " + strings.Repeat("x", 2*scanBuffer) + "\n", false},
+	} {
+		p := filepath.Join(t.TempDir(), "pci.ids")
+		if err := os.WriteFile(p, []byte(tt.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		db, err := Load(nil, p)
+		if !tt.ok {
+			if err == nil || !strings.Contains(err.Error(), "line 2: longer than") {
+				t.Errorf("%s: error %v, want line 2 refused", tt.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got := db.Device(0x1000, 0x0001); got != name {
+			t.Errorf("%s: device name of %d bytes, want %d", tt.name, len(got), len(name))
+		}
+	}
+}
+
 // systemDB loads the host's pci.ids or skips.
 func systemDB(tb testing.TB) *DB {
 	tb.Helper()
@@ -167,6 +251,142 @@ func TestSystemDatabase(t *testing.T) {
 	}
 }
 
+// TestLoadForEdges checks the whole database and one kept for the devices asked
+// about on the lines that findDevice treats specially.
+func TestLoadForEdges(t *testing.T) {
+	text := strings.Join([]string{
+		"1000  First block of 1000",
+		"\t0001  Gone with its block",
+		"10de  NVIDIA",
+		"\t2330\tSeparated by a tab, not a device line",
+		"\t2330  H100",
+		"\t2330  A second H100 line",
+		"\t2335  H200",
+		"# a comment inside the subsystems",
+		"\t\t10de 18bf  H200 SXM",
+		"",
+		"\t\t10de 18c0  After a blank line: not H200's",
+		"\t233A  Upper-case ID",
+		"\t2336  CRLF line\r",
+		"\t\t10de 0001  CRLF subsystem\r",
+		"1000  Second block of 1000",
+		"\tc030  Switch",
+		"C 03  Display controller",
+		"\t02  3D controller",
+	}, "\n")
+	p := filepath.Join(t.TempDir(), "pci.ids")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := &filter{vendors: map[uint16]bool{0x1000: true, 0x10de: true}, devices: map[uint32]bool{}}
+	for _, d := range []uint32{0x1000_0001, 0x1000_c030, 0x10de_2330, 0x10de_2335, 0x10de_233a, 0x10de_2336} {
+		f.devices[d] = true
+	}
+	for _, want := range []*filter{nil, f} {
+		db, err := load(nil, p, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct{ what, got, want string }{
+			{"the last block of a vendor listed twice", db.Vendor(0x1000), "Second block of 1000"},
+			{"a device of its first block", db.Device(0x1000, 0x0001), ""},
+			{"a device of its last block", db.Device(0x1000, 0xc030), "Switch"},
+			{"the first line with a blank after the ID", db.Device(0x10de, 0x2330), "H100"},
+			{"a subsystem after a comment", db.Subsystem(0x10de, 0x2335, 0x10de, 0x18bf), "H200 SXM"},
+			{"a subsystem after a blank line", db.Subsystem(0x10de, 0x2335, 0x10de, 0x18c0), ""},
+			{"an upper-case device ID", db.Device(0x10de, 0x233a), ""},
+			{"a CRLF device line", db.Device(0x10de, 0x2336), "CRLF line"},
+			{"a CRLF subsystem line", db.Subsystem(0x10de, 0x2336, 0x10de, 0x0001), "CRLF subsystem"},
+			{"a class", db.Class(0x030200), "3D controller"},
+		} {
+			if tt.got != tt.want {
+				t.Errorf("filter %v: %s: got %q, want %q", want != nil, tt.what, tt.got, tt.want)
+			}
+		}
+	}
+}
+
+// TestLoadForSystem loads the host's pci.ids for a random tenth of its devices and
+// checks every name of those devices (vendor, device, each subsystem listed under
+// it) against the whole database, and that the rest are unknown to it.
+func TestLoadForSystem(t *testing.T) {
+	whole := systemDB(t)
+	raw := whole.data
+	type pair struct{ vendor, device uint16 }
+	subs := map[pair][][2]uint16{}
+	var pairs []pair
+	var vendor, dev uint16
+	for line := range bytes.Lines(raw[:whole.classes]) {
+		switch {
+		case len(line) > 6 && line[0] == '\t' && line[1] == '\t':
+			sv, ok1 := hexID(line[2:6])
+			sd, ok2 := hexID(line[7:min(11, len(line))])
+			if ok1 && ok2 {
+				p := pair{vendor, dev}
+				subs[p] = append(subs[p], [2]uint16{uint16(sv), uint16(sd)})
+			}
+		case len(line) > 5 && line[0] == '\t':
+			if d, ok := lowerHex4(line[1:]); ok {
+				dev = d
+				pairs = append(pairs, pair{vendor, dev})
+			}
+		case len(line) > 4 && line[0] != '#':
+			if v, ok := hexID(line[:4]); ok {
+				vendor = uint16(v)
+			}
+		}
+	}
+	if len(pairs) < 1000 {
+		t.Fatalf("found %d devices in %s", len(pairs), whole.Path)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	f := &filter{vendors: map[uint16]bool{}, devices: map[uint32]bool{}}
+	var chosen, other []pair
+	for _, p := range pairs {
+		if rng.IntN(10) == 0 {
+			chosen = append(chosen, p)
+			f.vendors[p.vendor] = true
+			f.devices[uint32(p.vendor)<<16|uint32(p.device)] = true
+		} else {
+			other = append(other, p)
+		}
+	}
+	part, err := load(nil, whole.Path, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range chosen {
+		check := func(what, got, want string) {
+			if got != want {
+				t.Errorf("%04x:%04x %s: got %q, want %q", p.vendor, p.device, what, got, want)
+			}
+		}
+		check("vendor", part.Vendor(p.vendor), whole.Vendor(p.vendor))
+		check("device", part.Device(p.vendor, p.device), whole.Device(p.vendor, p.device))
+		// Its own subsystems, itself, and another device's subsystems, which are not its.
+		asked := append(subs[p], [2]uint16{p.vendor, p.device})
+		if o := other[rng.IntN(len(other))]; len(subs[o]) > 0 {
+			asked = append(asked, subs[o]...)
+		}
+		for _, s := range asked {
+			check(fmt.Sprintf("subsystem %04x:%04x", s[0], s[1]),
+				part.Subsystem(p.vendor, p.device, s[0], s[1]), whole.Subsystem(p.vendor, p.device, s[0], s[1]))
+		}
+	}
+	for _, p := range other {
+		if f.devices[uint32(p.vendor)<<16|uint32(p.device)] {
+			continue // the same ID listed twice
+		}
+		if got := part.Device(p.vendor, p.device); got != "" {
+			t.Errorf("%04x:%04x was not asked for but is named %q", p.vendor, p.device, got)
+		}
+	}
+	if len(part.data) > len(raw)/5 {
+		t.Errorf("kept %d of %d bytes for a tenth of the devices", len(part.data), len(raw))
+	}
+	t.Logf("%d of %d devices, %d of %d bytes kept", len(chosen), len(pairs), len(part.data), len(raw))
+}
+
 // BenchmarkLoadSystem measures parsing the host's pci.ids, which p2pcheck topo
 // pays once per run.
 func BenchmarkLoadSystem(b *testing.B) {
@@ -198,13 +418,29 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for v, off := range db.vendors {
-			if off != 0 {
-				_ = db.Vendor(uint16(v))
-				_ = db.Device(uint16(v), 0x2335)
-				_ = db.Subsystem(uint16(v), 0x2335, 0x10de, 0x18bf)
-			}
+		for v := range db.vendors {
+			_ = db.Vendor(v)
+			_ = db.Device(v, 0x2335)
+			_ = db.Subsystem(v, 0x2335, 0x10de, 0x18bf)
 		}
 		_ = db.Class(0x030200)
+		// A database kept for one vendor answers for it as the whole one does.
+		for v := range db.vendors {
+			one, err := load(nil, p, &filter{vendors: map[uint16]bool{v: true}, devices: map[uint32]bool{uint32(v)<<16 | 0x2335: true}})
+			if err != nil {
+				t.Fatalf("whole database loads, one vendor's fails: %v", err)
+			}
+			for _, got := range [][2]string{
+				{db.Vendor(v), one.Vendor(v)},
+				{db.Device(v, 0x2335), one.Device(v, 0x2335)},
+				{db.Subsystem(v, 0x2335, 0x10de, 0x18bf), one.Subsystem(v, 0x2335, 0x10de, 0x18bf)},
+				{db.Class(0x030200), one.Class(0x030200)},
+			} {
+				if got[0] != got[1] {
+					t.Fatalf("vendor %04x: whole database %q, one vendor's %q", v, got[0], got[1])
+				}
+			}
+			break
+		}
 	})
 }

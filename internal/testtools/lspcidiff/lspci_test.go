@@ -458,3 +458,30 @@ func className(d *pcie.Device) string {
 	}
 	return pcie.ClassText(d.ClassCode(), "", "")
 }
+
+// TestLineLengthLikeLspci checks that a pci.ids line is read, and a database with a
+// longer one refused, at the same length as lspci reads and refuses it.
+func TestLineLengthLikeLspci(t *testing.T) {
+	bin := lspci(t)
+	dir := testsupport.Root(t, testsupport.Fixture(t, "dgx-h100"))
+	for _, n := range []int{1000, 1022, 1023, 4000} {
+		for _, end := range []string{"\n", ""} {
+			name := strings.Repeat("x", n-len("\t2330  "))
+			ids := filepath.Join(t.TempDir(), "pci.ids")
+			if err := os.WriteFile(ids, []byte("10de  NVIDIA Corporation\n\t2330  "+name+end), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "-A", "linux-sysfs", "-O", "sysfs.path="+filepath.Join(dir, "sys", "bus", "pci"),
+				"-i", ids, "-mm", "-d", "10de:2330")
+			out, lspciErr := cmd.CombinedOutput()
+			db, err := pciids.Load(nil, ids)
+			switch {
+			case (lspciErr == nil) != (err == nil):
+				t.Errorf("a line of %d bytes (newline %q): lspci %v (%.60q), p2pkit %v", n, end, lspciErr, out, err)
+			// lspci cuts a name that long to fit its output buffer: its start must show.
+			case err == nil && !strings.Contains(string(out), name[:64]) || err == nil && db.Device(0x10de, 0x2330) != name:
+				t.Errorf("a line of %d bytes: lspci named it %.60q, p2pkit %.60q", n, out, db.Device(0x10de, 0x2330))
+			}
+		}
+	}
+}
