@@ -12,7 +12,6 @@
 package pciids
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"errors"
@@ -155,81 +154,120 @@ func load(m *hostfs.Meter, path string, f *filter) (*DB, error) {
 	return db, nil
 }
 
-// scan reads the database from r a line at a time. It finds the vendor lines
-// ("vvvv  Name" at the start of a line) up to the class section ("C cc  Name") and
-// keeps each vendor's block (its line and the device and subsystem lines below
-// it), then the class section and all after it. With a filter it keeps of a
-// block only the lines that vendorLine and findDevice look at for what the filter
-// holds: the vendor's line, and the lines of each device ("\tdddd  Name") with the
-// subsystem and comment lines that follow them. Names are cut out of what was
-// kept when asked for.
+// scan reads the database from r, a buffer of scanBuffer bytes at a time, and hands
+// each line to a scanner.
 func (db *DB) scan(r io.Reader, f *filter) error {
-	br := bufio.NewReaderSize(r, scanBuffer)
 	db.vendors = map[uint16]int32{}
 	db.classes = -1
-	var (
-		size   int
-		keep   bool // the line is kept
-		vendor = -1 // the block's vendor while the filter holds it
-		device bool // in the lines that follow a kept device's
-		lineNo = 0
-	)
+	sc := scanner{db: db, f: f, vendor: -1}
+	buf := make([]byte, scanBuffer)
+	have, size := 0, 0 // buf[:have] is read and not yet scanned
 	for {
-		line, err := br.ReadSlice('\n')
-		lineNo++
-		if size += len(line); size > maxSize {
+		n, err := io.ReadFull(r, buf[have:])
+		have += n
+		if size += n; size > maxSize {
 			return fmt.Errorf("larger than %d bytes", maxSize)
 		}
-		text := bytes.TrimSuffix(line, []byte("\n"))
-		if len(text) > maxLine || err == bufio.ErrBufferFull {
-			return fmt.Errorf("line %d: longer than %d bytes, which pciutils refuses too", lineNo, maxLine)
-		}
-		switch {
-		case db.classes >= 0:
-			keep = true
-		case len(text) > 0 && text[0] == '\t':
-			if f == nil {
+		rest := buf[:have]
+		for {
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
 				break
 			}
-			sub := len(text) > 1 && text[1] == '\t'
-			keep = sub && device
-			if !sub {
-				id, ok := lowerHex4(text[1:])
-				device = ok && len(text) > 5 && text[5] == ' ' && vendor >= 0 &&
-					f.devices[uint32(vendor)<<16|uint32(id)]
-				keep = device
+			if err := sc.line(rest[:i+1]); err != nil {
+				return err
 			}
-		case len(text) == 0 || text[0] == '#':
-			if f != nil {
-				keep = device && len(text) > 0
-				device = keep
-			}
-		case text[0] == 'C' && len(text) > 1 && text[1] == ' ':
-			db.classes, keep = len(db.data), true
-		default:
-			id, ok := hexID(text[:min(4, len(text))])
-			if !ok || len(text) < 6 || (text[4] != ' ' && text[4] != '\t') {
-				return fmt.Errorf("line %d: malformed vendor line %q", lineNo, text)
-			}
-			keep, vendor, device = f == nil || f.vendors[uint16(id)], -1, false
-			if keep {
-				db.vendors[uint16(id)] = int32(len(db.data))
-				vendor = int(id)
-			}
-		}
-		if keep {
-			db.data = append(db.data, line...)
+			rest = rest[i+1:]
 		}
 		switch {
-		case err == io.EOF:
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			if len(rest) > 0 {
+				if err := sc.line(rest); err != nil {
+					return err
+				}
+			}
 			if db.classes < 0 {
 				db.classes = len(db.data)
 			}
 			return nil
 		case err != nil:
 			return err
+		case len(rest) == len(buf):
+			return sc.tooLong(sc.lineNo + 1)
+		}
+		have = copy(buf, rest)
+	}
+}
+
+// scanner finds the vendor lines ("vvvv  Name" at the start of a line) up to the
+// class section ("C cc  Name") and keeps each vendor's block (its line and the
+// device and subsystem lines below it), then the class section and all after it.
+// With a filter it keeps of a block only the lines that vendorLine and findDevice
+// look at for what the filter holds: the vendor's line, and the lines of each
+// device ("\tdddd  Name") with the subsystem and comment lines that follow them.
+// Names are cut out of what was kept when asked for.
+type scanner struct {
+	db     *DB
+	f      *filter
+	lineNo int
+	keep   bool // the line is kept
+	vendor int  // the block's vendor while the filter holds it, or -1
+	device bool // in the lines that follow a kept device's
+}
+
+// line scans one line, with its newline unless it is the last.
+func (sc *scanner) line(line []byte) error {
+	sc.lineNo++
+	text := line
+	if n := len(text); n > 0 && text[n-1] == '\n' {
+		text = text[:n-1]
+	}
+	if len(text) > maxLine {
+		return sc.tooLong(sc.lineNo)
+	}
+	db, f := sc.db, sc.f
+	switch {
+	case db.classes >= 0:
+		sc.keep = true
+	case len(text) > 0 && text[0] == '\t':
+		switch {
+		case f == nil:
+		case sc.vendor < 0: // most lines: the vendor's block is not kept
+			sc.keep = false
+		case len(text) > 1 && text[1] == '\t':
+			sc.keep = sc.device
+		default:
+			id, ok := lowerHex4(text[1:])
+			sc.device = ok && len(text) > 5 && text[5] == ' ' && f.devices[uint32(sc.vendor)<<16|uint32(id)]
+			sc.keep = sc.device
+		}
+	case len(text) == 0 || text[0] == '#':
+		if f != nil {
+			sc.keep = sc.device && len(text) > 0
+			sc.device = sc.keep
+		}
+	case text[0] == 'C' && len(text) > 1 && text[1] == ' ':
+		db.classes, sc.keep = len(db.data), true
+	default:
+		id, ok := hexID(text[:min(4, len(text))])
+		if !ok || len(text) < 6 || (text[4] != ' ' && text[4] != '\t') {
+			return fmt.Errorf("line %d: malformed vendor line %q", sc.lineNo, text)
+		}
+		sc.keep, sc.vendor, sc.device = f == nil || f.vendors[uint16(id)], -1, false
+		if sc.keep {
+			db.vendors[uint16(id)] = int32(len(db.data))
+			sc.vendor = int(id)
 		}
 	}
+	if sc.keep {
+		db.data = append(db.data, line...)
+	}
+	return nil
+}
+
+// tooLong is the error for line n past maxLine.
+func (sc *scanner) tooLong(n int) error {
+	return fmt.Errorf("line %d: longer than %d bytes, which pciutils refuses too", n, maxLine)
 }
 
 // lowerHex4 parses the four lowercase hexadecimal digits at the start of b, as
