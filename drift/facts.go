@@ -199,7 +199,7 @@ func iommuFacts(d *pcie.Device, lk *lookups) []Fact {
 	out := []Fact{known(IOMMU, factGroup, lk.groups[g])}
 	t, ok := lk.types[g]
 	switch {
-	case !ok:
+	case !ok || t == sysfs.IOMMUNotRead:
 		out = append(out, unknown(IOMMU, factDomain, "its group's type was not read"))
 	case t == sysfs.IOMMUUnknown:
 		out = append(out, unknown(IOMMU, factDomain, "the group type is unknown (Linux before 4.19 has no type file)"))

@@ -105,7 +105,9 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		annotate = loadNames(root.Meter(), opt.PCIIDs)
 	}
 	// The platform's files are read beside sysfs's; every path waits for them
-	// before it returns, so nothing reads root once Load is done.
+	// before it returns, so nothing reads root once Load is done. Of the IOMMU
+	// groups, one a function or more, only the types of the groups of the devices of
+	// interest are read, once the tree is known (readIOMMUTypes).
 	var platform func() (Platform, error)
 	if !opt.NoPlatform {
 		platform = readPlatformAsync(root)
@@ -135,6 +137,9 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		if err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
+		if err := n.readIOMMUTypes(root); err != nil {
+			n.Warnings = append(n.Warnings, err)
+		}
 		n.kernel, n.release = override, release
 	}
 	n.snapshotFacts(root, opt)
@@ -154,13 +159,26 @@ func readPlatformAsync(root hostfs.Root) func() (Platform, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		p, err := ReadPlatform(root)
+		p, err := readPlatform(root, func(int) bool { return false })
 		done <- result{p, err}
 	}()
 	return func() (Platform, error) {
 		r := <-done
 		return r.p, r.err
 	}
+}
+
+// readIOMMUTypes reads the types of the IOMMU groups of the devices of interest
+// (Interesting), the groups whose types the checks and diff judge; the others stay
+// sysfs.IOMMUNotRead.
+func (n *Node) readIOMMUTypes(root hostfs.Root) error {
+	groups := map[int]bool{}
+	for _, d := range n.Interesting() {
+		if d.IOMMUGroup != nil {
+			groups[*d.IOMMUGroup] = true
+		}
+	}
+	return sysfs.New(root).IOMMUTypes(n.Platform.IOMMUGroups, func(id int) bool { return groups[id] })
 }
 
 // depthWithin refuses a tree with a function below more than limit bridges

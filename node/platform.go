@@ -46,6 +46,12 @@ const (
 // that exist but could not be read or parsed; the Platform holds everything else even
 // then.
 func ReadPlatform(root hostfs.Root) (Platform, error) {
+	return readPlatform(root, nil)
+}
+
+// readPlatform is ReadPlatform reading the types of the IOMMU groups that typed holds
+// (every group when typed is nil; see sysfs.FS.IOMMUGroups).
+func readPlatform(root hostfs.Root, typed func(id int) bool) (Platform, error) {
 	proc, sys := procfs.New(root), sysfs.New(root)
 	var p Platform
 	var errs []error
@@ -84,7 +90,7 @@ func ReadPlatform(root hostfs.Root) (Platform, error) {
 		p.GDRDrvNode = &n
 	}
 	// These two return what they could read along with their errors.
-	groups, err := sys.IOMMUGroups()
+	groups, err := sys.IOMMUGroups(typed)
 	keep(err)
 	p.IOMMUGroups = groups
 	if u, err := sys.IOMMUUnits(); keep(err) {

@@ -117,6 +117,35 @@ func TestPlatformSynthetic(t *testing.T) {
 	}
 }
 
+// TestPlatformIOMMUTyped checks that only the groups asked for have their types
+// read, the others left not read, and that a group named other than by its number,
+// as the kernel names one, is not a group.
+func TestPlatformIOMMUTyped(t *testing.T) {
+	_, memFS := roottest.Both(t, []roottest.Entry{
+		roottest.File("sys/kernel/iommu_groups/0/type", "DMA-FQ\n"),
+		roottest.File("sys/kernel/iommu_groups/2/type", "identity\n"),
+		roottest.File("sys/kernel/iommu_groups/05/type", "DMA\n"),
+		roottest.File("sys/kernel/iommu_groups/+7/type", "DMA\n"),
+		roottest.File("sys/kernel/iommu_groups/9/type", "sideways\n"),
+	})
+	p, err := readPlatform(memFS, func(id int) bool { return id == 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sysfs.IOMMUGroup{{ID: 0, Type: sysfs.IOMMUNotRead}, {ID: 2, Type: sysfs.IOMMUIdentity}, {ID: 9, Type: sysfs.IOMMUNotRead}}
+	if diff := cmp.Diff(want, p.IOMMUGroups); diff != "" {
+		t.Errorf("IOMMU groups (-want +got):\n%s", diff)
+	}
+	err = sysfs.New(memFS).IOMMUTypes(p.IOMMUGroups, func(id int) bool { return id == 9 })
+	if err == nil || !strings.Contains(err.Error(), "iommu_groups/9/type") {
+		t.Errorf("error %v does not name group 9's type", err)
+	}
+	want[2].Type = sysfs.IOMMUUnknown
+	if diff := cmp.Diff(want, p.IOMMUGroups); diff != "" {
+		t.Errorf("IOMMU groups after group 9 (-want +got):\n%s", diff)
+	}
+}
+
 // TestPlatformErrors checks that files which exist but are malformed are reported
 // while everything else is still read.
 func TestPlatformErrors(t *testing.T) {

@@ -277,6 +277,10 @@ const (
 	IOMMUUnmanaged                        // "unmanaged": owned by a user such as VFIO
 	IOMMUDMA                              // "DMA": translated, strict invalidation
 	IOMMUDMAFQ                            // "DMA-FQ": translated, flush queue (lazy)
+
+	// IOMMUNotRead is the type of a group whose type attribute was not read (see
+	// FS.IOMMUGroups). It is no value of the kernel's.
+	IOMMUNotRead IOMMUDomainType = 255
 )
 
 var iommuTypeNames = [...]string{
@@ -290,6 +294,9 @@ var iommuTypeNames = [...]string{
 
 // String returns the name sysfs uses.
 func (t IOMMUDomainType) String() string {
+	if t == IOMMUNotRead {
+		return "not read"
+	}
 	if int(t) < len(iommuTypeNames) {
 		return iommuTypeNames[t]
 	}

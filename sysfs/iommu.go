@@ -20,46 +20,62 @@ type IOMMUGroup struct {
 
 const iommuGroups = "sys/kernel/iommu_groups"
 
-// IOMMUGroups reads /sys/kernel/iommu_groups/*/type (drivers/iommu/iommu.c), in group
-// order. Groups exist only when an IOMMU driver is active. A type that cannot be read
-// or parsed is reported in the error and left IOMMUUnknown; the other groups are
-// still returned.
-//
-// The groups directory is opened once and each group below it, so that a type costs
-// the open and read of one name, not a walk of its whole path: a node has a group
-// per function or more.
-func (fsys FS) IOMMUGroups() ([]IOMMUGroup, error) {
-	dir, err := fsys.r.Sub(iommuGroups)
-	if err != nil {
-		return nil, hostfs.PathError("open", iommuGroups, err)
-	}
-	defer dir.Close()
-	ents, err := dir.ReadDir(".")
+// IOMMUGroups lists /sys/kernel/iommu_groups, in group order, and reads the type
+// attribute (drivers/iommu/iommu.c) of each group typed holds, or of every group when
+// typed is nil; the others are IOMMUNotRead (see IOMMUTypes). Groups exist only when
+// an IOMMU driver is active. A type that cannot be read or parsed is reported in the
+// error and left IOMMUUnknown; the other groups are still returned.
+func (fsys FS) IOMMUGroups(typed func(id int) bool) ([]IOMMUGroup, error) {
+	ents, err := fsys.r.ReadDir(iommuGroups)
 	if err != nil {
 		return nil, hostfs.PathError("readdir", iommuGroups, err)
 	}
 	groups := []IOMMUGroup{}
+	for _, e := range ents {
+		// The kernel names a group by its number (iommu_group_alloc: "%d").
+		if id, err := strconv.Atoi(e.Name); err == nil && id >= 0 && strconv.Itoa(id) == e.Name {
+			groups = append(groups, IOMMUGroup{ID: id, Type: IOMMUNotRead})
+		}
+	}
+	slices.SortFunc(groups, func(a, b IOMMUGroup) int { return a.ID - b.ID })
+	return groups, fsys.IOMMUTypes(groups, typed)
+}
+
+// IOMMUTypes reads the type attribute of each of groups that typed holds (every one
+// when typed is nil) into its Type, as IOMMUGroups does. A node has a group per
+// function or more, and p2pcheck judges the types of a few: those of the devices of
+// interest (node.Load).
+//
+// The groups directory is opened once and each group below it, so that a type costs
+// the open and read of one name, not a walk of its whole path.
+func (fsys FS) IOMMUTypes(groups []IOMMUGroup, typed func(id int) bool) error {
+	if !slices.ContainsFunc(groups, func(g IOMMUGroup) bool { return typed == nil || typed(g.ID) }) {
+		return nil
+	}
+	dir, err := fsys.r.Sub(iommuGroups)
+	if err != nil {
+		return hostfs.PathError("open", iommuGroups, err)
+	}
+	defer dir.Close()
 	var errs []error
 	buf := make([]byte, attrLimit+1)
-	for _, e := range ents {
-		id, err := strconv.Atoi(e.Name)
-		if err != nil || id < 0 {
+	for i := range groups {
+		g := &groups[i]
+		if typed != nil && !typed(g.ID) {
 			continue
 		}
-		g := IOMMUGroup{ID: id}
-		name := join(iommuGroups, e.Name, "type")
-		b, err := readGroupType(dir, e.Name, buf)
+		id := strconv.Itoa(g.ID)
+		g.Type = IOMMUUnknown
+		b, err := readGroupType(dir, id, buf)
 		if ok, err := hostfs.Optional(err); err != nil {
 			errs = append(errs, err)
 		} else if ok {
 			if g.Type, err = parseIOMMUDomainType(b); err != nil {
-				errs = append(errs, hostfs.PathError("parse", name, err))
+				errs = append(errs, hostfs.PathError("parse", join(iommuGroups, id, "type"), err))
 			}
 		}
-		groups = append(groups, g)
 	}
-	slices.SortFunc(groups, func(a, b IOMMUGroup) int { return a.ID - b.ID })
-	return groups, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // readGroupType reads the type attribute of the group directory id below dir into

@@ -16,4 +16,10 @@ func TestIOMMUDomainTypeNames(t *testing.T) {
 	if s := IOMMUDomainType(9).String(); s != "IOMMUDomainType(9)" {
 		t.Errorf("out-of-range type = %q", s)
 	}
+	if s := IOMMUNotRead.String(); s != "not read" {
+		t.Errorf("IOMMUNotRead = %q", s)
+	}
+	if typ, err := parseIOMMUDomainType([]byte("not read\n")); err == nil {
+		t.Errorf("a type file saying %q parses as %v", "not read", typ)
+	}
 }
