@@ -10,22 +10,19 @@ import (
 	"github.com/p2pkit/p2pkit/pcie"
 )
 
-// loadNames returns the function that names the devices of t from the host's
-// pci.ids (path, or the usual places when empty; its bytes count on m), keeping of
-// it only what t's devices need (pciids.LoadFor). A missing database is reported
-// and leaves names empty.
-func loadNames(m *hostfs.Meter, path string) (annotate func(t *pcie.Topology) error) {
-	return func(t *pcie.Topology) error {
-		db, err := pciids.LoadFor(m, path, t)
-		if errors.Is(err, pciids.ErrNoDatabase) && path == "" {
-			return fmt.Errorf("device names unavailable: no pci.ids on this host (install the pci.ids, pciutils or hwdata package, or pass --pci-ids FILE): %w", err)
-		}
-		if err != nil {
-			return err
-		}
-		pciids.Annotate(t, db)
-		return nil
+// nameDevices names the devices of t from the host's pci.ids (path, or the usual
+// places when empty; its bytes count on m), keeping of it only what t's devices need
+// (pciids.LoadFor). A missing database is reported and leaves names empty.
+func nameDevices(m *hostfs.Meter, path string, t *pcie.Topology) error {
+	db, err := pciids.LoadFor(m, path, t)
+	if errors.Is(err, pciids.ErrNoDatabase) && path == "" {
+		return fmt.Errorf("device names unavailable: no pci.ids on this host (install the pci.ids, pciutils or hwdata package, or pass --pci-ids FILE): %w", err)
 	}
+	if err != nil {
+		return err
+	}
+	pciids.Annotate(t, db)
+	return nil
 }
 
 // NameGPUs names the GPUs that pci.ids did not (no database on the host, or one

@@ -100,10 +100,6 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		}
 		override, release = v.Series(), v
 	}
-	var annotate func(*pcie.Topology) error
-	if !opt.NoNames {
-		annotate = loadNames(root.Meter(), opt.PCIIDs)
-	}
 	// The platform's files are read beside sysfs's; every path waits for them
 	// before it returns, so nothing reads root once Load is done. Of the IOMMU
 	// groups, one a function or more, only the types of the groups of the devices of
@@ -143,8 +139,8 @@ func Load(root hostfs.Root, opt Options) (*Node, error) {
 		n.kernel, n.release = override, release
 	}
 	n.snapshotFacts(root, opt)
-	if annotate != nil {
-		if err := annotate(n.Topology); err != nil {
+	if !opt.NoNames {
+		if err := nameDevices(root.Meter(), opt.PCIIDs, n.Topology); err != nil {
 			n.Warnings = append(n.Warnings, err)
 		}
 	}
