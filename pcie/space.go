@@ -74,25 +74,25 @@ func ReadConfig(r io.ReaderAt, size int) ([]byte, *Config, error) {
 		return nil, nil, fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidConfig, size, ConfigHeaderSize)
 	}
 	b := make([]byte, size)
-	if n, err := r.ReadAt(b[:ConfigHeaderSize], 0); n < ConfigHeaderSize {
+	// The header and, past it, the register where the first capability often is, in
+	// one read: a reader without CAP_SYS_ADMIN gets the header alone.
+	probe := min(ConfigHeaderSize+configChunk, size)
+	n, err := r.ReadAt(b[:probe], 0)
+	if n < ConfigHeaderSize {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, nil, fmt.Errorf("pcie: reading config header: %w", err)
 	}
+	if n == ConfigHeaderSize && size > ConfigHeaderSize {
+		// Not CAP_SYS_ADMIN: the kernel stops at the header.
+		b = b[:ConfigHeaderSize]
+		c, err := ParseConfig(b)
+		return b, c, err
+	}
 	loaded := ConfigHeaderSize
-	if size > ConfigHeaderSize {
-		// The register past the header, kept: the first capability is often there.
-		n, _ := r.ReadAt(b[ConfigHeaderSize:min(ConfigHeaderSize+configChunk, size)], ConfigHeaderSize)
-		if n == 0 {
-			// Not CAP_SYS_ADMIN: the kernel stops at the header.
-			b = b[:ConfigHeaderSize]
-			c, err := ParseConfig(b)
-			return b, c, err
-		}
-		if n == configChunk {
-			loaded += configChunk
-		}
+	if n == ConfigHeaderSize+configChunk {
+		loaded += configChunk
 	}
 	s := &space{b: b, loaded: make([]bool, (size+configChunk-1)/configChunk)}
 	for c := range loaded / configChunk {

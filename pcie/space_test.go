@@ -67,14 +67,15 @@ func configSeeds(t testing.TB) map[string][]byte {
 	return seeds
 }
 
-// sparseRegisters is how many registers ReadConfig reads of the H200 VM's spaces: the
-// header, the probe past it, and no register the decoder does not look at (before
-// reads were by register rather than by four, the GPUs' took 69 and the root ports' 41).
-var sparseRegisters = map[string]int{
-	"0000_00_00.0.config": 17, // host bridge, no capabilities
-	"0000_00_01.0.config": 22, "0000_00_02.0.config": 22, "0000_00_03.0.config": 22,
-	"0000_00_04.0.config": 22, "0000_00_05.0.config": 22, // root ports
-	"0000_00_06.0.config": 33, "0000_00_07.0.config": 33, // the H200s
+// sparseReads is how many registers ReadConfig reads of the H200 VM's spaces, and in
+// how many reads (each a system call on sysfs): the header and the probe past it in
+// one, and no register the decoder does not look at (before reads were by register
+// rather than by four, the GPUs' took 69 and the root ports' 41).
+var sparseReads = map[string]struct{ registers, reads int }{
+	"0000_00_00.0.config": {17, 1}, // host bridge, no capabilities
+	"0000_00_01.0.config": {22, 6}, "0000_00_02.0.config": {22, 6}, "0000_00_03.0.config": {22, 6},
+	"0000_00_04.0.config": {22, 6}, "0000_00_05.0.config": {22, 6}, // root ports
+	"0000_00_06.0.config": {33, 15}, "0000_00_07.0.config": {33, 15}, // the H200s
 }
 
 // TestReadConfigSparse checks that the registers ReadConfig reads decode exactly
@@ -107,24 +108,34 @@ func TestReadConfigSparse(t *testing.T) {
 			if len(r.twice) > 0 {
 				t.Errorf("registers read twice, at %#x", r.twice)
 			}
-			if want, ok := sparseRegisters[name]; ok && r.dwords != want {
-				t.Errorf("read %d registers in %d reads, want %d (update sparseRegisters if the decoder now reads more or less)", r.dwords, r.reads, want)
+			if want, ok := sparseReads[name]; ok && (r.dwords != want.registers || r.reads != want.reads) {
+				t.Errorf("read %d registers in %d reads, want %d in %d (update sparseReads if the decoder now reads more or less)", r.dwords, r.reads, want.registers, want.reads)
 			}
 		})
 	}
 }
 
+// TestReadConfigUnprivileged reads a space whose reads stop after the header, as the
+// kernel's do for a reader without CAP_SYS_ADMIN: from a reader that returns the
+// short count alone, and from one that adds io.EOF as io.ReaderAt asks.
 func TestReadConfigUnprivileged(t *testing.T) {
 	b := fullEndpoint().bytes(ConfigExpSize)
-	got, c, err := ReadConfig(&countingReader{b: b, limit: ConfigHeaderSize, failAt: -1}, len(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c == nil || c.CapsKnown || c.Size != ConfigHeaderSize {
-		t.Errorf("unprivileged decode %+v, want the header only", c)
-	}
-	if !bytes.Equal(got, b[:ConfigHeaderSize]) {
-		t.Errorf("unprivileged read gave %d bytes, want the 64-byte header", len(got))
+	for name, r := range map[string]io.ReaderAt{
+		"short count": &countingReader{b: b, limit: ConfigHeaderSize, failAt: -1},
+		"io.EOF":      io.NewSectionReader(bytes.NewReader(b), 0, ConfigHeaderSize),
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, c, err := ReadConfig(r, len(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c == nil || c.CapsKnown || c.Size != ConfigHeaderSize {
+				t.Errorf("unprivileged decode %+v, want the header only", c)
+			}
+			if !bytes.Equal(got, b[:ConfigHeaderSize]) {
+				t.Errorf("unprivileged read gave %d bytes, want the 64-byte header", len(got))
+			}
+		})
 	}
 }
 
