@@ -34,16 +34,16 @@ func (w *Walker) Open(name string) (Root, error) {
 		top.r.Close()
 		w.stack = w.stack[:len(w.stack)-1]
 	}
-	parent, prefix, rest := w.root, "", name
+	parent, done := w.root, 0 // name[:done] is open
 	if len(w.stack) > 0 {
 		top := w.stack[len(w.stack)-1]
-		parent, prefix, rest = top.r, top.name, name[len(top.name)+1:]
+		parent, done = top.r, len(top.name)+1
 	}
-	for _, el := range strings.Split(rest, "/") {
-		if prefix != "" {
-			prefix += "/"
-		}
-		prefix += el // name is clean: so is every prefix of it
+	for done < len(name) {
+		el, _, _ := strings.Cut(name[done:], "/")
+		done += len(el)
+		prefix := name[:done] // name is clean: so is every prefix of it
+		done++
 		r, err := parent.Sub(el)
 		if err != nil {
 			return Root{}, PathError("open", prefix, err)

@@ -324,7 +324,6 @@ func (d *deviceDir) list(name string) []string {
 // pci_read_config). It returns the decoded space, nil when there is none; decoding
 // errors are left to pcie.NewTopology, which reports them against the device.
 func (d *deviceDir) config() *pcie.Config {
-	name := join(d.name, "config")
 	if !d.r.live {
 		// A regular file returns less than asked only at its end, so one read of
 		// one byte more than the limit takes it whole.
@@ -339,13 +338,13 @@ func (d *deviceDir) config() *pcie.Config {
 	}
 	f, size, err := d.t.OpenReaderAt("config")
 	if err != nil {
-		d.fail(hostfs.PathError("open", name, err))
+		d.fail(hostfs.PathError("open", join(d.name, "config"), err))
 		return nil
 	}
 	defer f.Close()
 	b, c, err := pcie.ReadConfig(f, int(min(size, configLimit)))
 	if b == nil {
-		d.fail(hostfs.PathError("read", name, err))
+		d.fail(hostfs.PathError("read", join(d.name, "config"), err))
 		return nil
 	}
 	d.rec.Config = b
