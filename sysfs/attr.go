@@ -147,14 +147,16 @@ func parseBool(b []byte) (bool, error) {
 // index order (BARs 0-5, the ROM, then bridge windows or SR-IOV BARs). Unused resources
 // are all-zero lines and are left out; Index keeps each line's position.
 func parseResource(b []byte) (out []pcie.Resource, unread []int, err error) {
-	for i, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+	i := -1
+	for line := range strings.SplitSeq(strings.TrimRight(string(b), "\n"), "\n") {
+		i++
 		if line == "" && i == 0 {
 			break
 		}
 		if line == unusedResource {
 			continue
 		}
-		r, lerr := parseResourceLine(i, line)
+		r, used, lerr := parseResourceLine(i, line)
 		if lerr != nil {
 			unread = append(unread, i)
 			if err == nil {
@@ -162,8 +164,8 @@ func parseResource(b []byte) (out []pcie.Resource, unread []int, err error) {
 			}
 			continue
 		}
-		if r != nil {
-			out = append(out, *r)
+		if used {
+			out = append(out, r)
 		}
 	}
 	return out, unread, err
@@ -171,26 +173,34 @@ func parseResource(b []byte) (out []pcie.Resource, unread []int, err error) {
 
 // parseResourceLine parses line i of the resource file: start, end and flags in
 // hex (resource_show in drivers/pci/pci-sysfs.c). An all-zero line is an unused
-// BAR and gives nil.
-func parseResourceLine(i int, line string) (*pcie.Resource, error) {
-	f := strings.Fields(line)
-	if len(f) != 3 {
-		return nil, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
+// BAR: used is false.
+func parseResourceLine(i int, line string) (r pcie.Resource, used bool, err error) {
+	var f [3]string
+	n := 0
+	for field := range strings.FieldsSeq(line) {
+		if n == len(f) {
+			n++
+			break
+		}
+		f[n] = field
+		n++
+	}
+	if n != len(f) {
+		return pcie.Resource{}, false, fmt.Errorf("resource line %d: want start, end and flags, got %q", i, line)
 	}
 	var v [3]uint64
 	for j, s := range f {
-		var err error
 		if v[j], err = hexValue(s, 64); err != nil {
-			return nil, fmt.Errorf("resource line %d: %w", i, err)
+			return pcie.Resource{}, false, fmt.Errorf("resource line %d: %w", i, err)
 		}
 	}
 	if v == [3]uint64{} {
-		return nil, nil
+		return pcie.Resource{}, false, nil
 	}
 	if v[1] < v[0] {
-		return nil, fmt.Errorf("resource line %d: end %#x before start %#x", i, v[1], v[0])
+		return pcie.Resource{}, false, fmt.Errorf("resource line %d: end %#x before start %#x", i, v[1], v[0])
 	}
-	return &pcie.Resource{Index: i, Start: v[0], End: v[1], Flags: v[2]}, nil
+	return pcie.Resource{Index: i, Start: v[0], End: v[1], Flags: v[2]}, true, nil
 }
 
 // unusedResource is the line resource_show prints for an unused resource, most of
