@@ -28,7 +28,7 @@ func (w *Walker) Open(name string) (Root, error) {
 		if top.name == name {
 			return top.r, nil
 		}
-		if strings.HasPrefix(name, top.name+"/") {
+		if len(name) > len(top.name) && name[len(top.name)] == '/' && strings.HasPrefix(name, top.name) {
 			break
 		}
 		top.r.Close()

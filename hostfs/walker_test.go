@@ -13,10 +13,11 @@ import (
 
 // TestWalker: directories opened through a Walker in sorted order read as the
 // root reads them, whether the next name is below, beside or above the last;
-// a missing element is an error naming it.
+// a name that begins with the last one but is not below it (a/bc after a/b) is
+// beside it; a missing element is an error naming it.
 func TestWalker(t *testing.T) {
 	dir := t.TempDir()
-	for _, d := range []string{"a/b/c", "a/b/d", "a/b", "a/e", "f"} {
+	for _, d := range []string{"a/b/c", "a/b/d", "a/b", "a/bc", "a/e", "f"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +33,7 @@ func TestWalker(t *testing.T) {
 	w := hostfs.NewWalker(root)
 	defer w.Close()
 	buf := make([]byte, 16)
-	for _, name := range []string{"a/b/c", "a/b/c", "a/b/d", "a/b", "a/e", "f", "a/b/c"} {
+	for _, name := range []string{"a/b/c", "a/b/c", "a/b/d", "a/bc", "a/b", "a/bc", "a/e", "f", "a/b/c"} {
 		d, err := w.Open(name)
 		if err != nil {
 			t.Fatalf("Open(%s): %v", name, err)
