@@ -51,15 +51,16 @@ func (fsys FS) PCIRecords() ([]pcie.Record, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, hostfs.PathError("readdir", busPCIDevices, err))
 	}
 	fns := make([]function, 0, min(len(names), fsys.r.Budget().Functions+1))
+	var canonical [len("0000:00:00.0")]byte
 	for _, name := range names {
 		a, err := pcie.ParseAddress(name)
-		if err != nil || a.String() != name {
+		if err != nil || string(a.AppendText(canonical[:0])) != name {
 			continue // not a function: sysfs names them canonically
 		}
 		if len(fns) == fsys.r.Budget().Functions {
 			return nil, hostfs.PathError("readdir", busPCIDevices, overBudget("Functions", int64(fsys.r.Budget().Functions), "PCI functions"))
 		}
-		fns = append(fns, function{rec: pcie.Record{Address: a}})
+		fns = append(fns, function{rec: pcie.Record{Address: a}, name: name})
 	}
 	slices.SortFunc(fns, func(x, y function) int { return x.rec.Address.Compare(y.rec.Address) })
 	parallel(len(fns), func(lo, hi int) {
@@ -113,9 +114,8 @@ func budgetError(fns []function) error {
 // directory below /sys/devices. A directory with more than maxDepth bridges above
 // the function is a budget error (see Budget.PCIDepth).
 func resolveFunction(bus hostfs.Root, f *function, maxDepth int) {
-	name := f.rec.Address.String()
-	link := join(busPCIDevices, name)
-	switch target, err := bus.ReadLink(name); {
+	link := join(busPCIDevices, f.name)
+	switch target, err := bus.ReadLink(f.name); {
 	case errors.Is(err, hostfs.ErrNotLink):
 		f.dir = link // a plain directory, as in a hand-made hostfs.Root
 		f.rec.Err = hostfs.PathError("readlink", link, fmt.Errorf("%w: want a link into /sys/devices", err))
@@ -149,8 +149,9 @@ func parallel(n int, f func(lo, hi int)) {
 
 // function is one PCI function as PCIRecords reads it.
 type function struct {
-	rec pcie.Record
-	dir string // root-relative directory, once resolved
+	rec  pcie.Record
+	name string // its entry in /sys/bus/pci/devices: the canonical address
+	dir  string // root-relative directory, once resolved
 	// idsFromPF is set on a virtual function whose IDs are to be taken from its
 	// physical function once every function is read (see virtFnIDs).
 	idsFromPF bool
