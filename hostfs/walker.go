@@ -28,7 +28,7 @@ func (w *Walker) Open(name string) (Root, error) {
 		if top.name == name {
 			return top.r, nil
 		}
-		if len(name) > len(top.name) && name[len(top.name)] == '/' && strings.HasPrefix(name, top.name) {
+		if rest, ok := strings.CutPrefix(name, top.name); ok && strings.HasPrefix(rest, "/") {
 			break
 		}
 		top.r.Close()
