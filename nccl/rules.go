@@ -74,7 +74,7 @@ func cite(key string, v Version) string {
 	if f, ok := ruleFuncs[key]; ok {
 		fn = f
 	}
-	if at, ok := sourceLines[v.String()][key]; ok {
+	if at, ok := sourceLines()[v.String()][key]; ok {
 		return fn + " (" + at + ")"
 	}
 	return fn + " (" + ruleFiles[key] + ")"
@@ -95,11 +95,11 @@ func cites(keys []string, v Version) []string {
 // sourceRelease says which release's line numbers a citation uses, for reports:
 // v itself, or that the lines are not known for it.
 func sourceRelease(v Version) string {
-	if _, ok := sourceLines[v.String()]; ok {
+	if _, ok := sourceLines()[v.String()]; ok {
 		return "source lines of NCCL " + v.String() + " (github.com/NVIDIA/nccl tag v" + v.String() + "-1)"
 	}
-	known := make([]string, 0, len(sourceLines))
-	for k := range sourceLines {
+	known := make([]string, 0, len(sourceLines()))
+	for k := range sourceLines() {
 		known = append(known, k)
 	}
 	slices.SortFunc(known, func(a, b string) int {
