@@ -121,6 +121,9 @@ func TestKernfsReads(t *testing.T) {
 		if dev.t.(*fdTree).kernfs {
 			t.Error("/sys/devices taken for sysfs, opened without openat2")
 		}
+		if got, want := dev.t.(*fdTree).sys, (sysCalls{raw: true}); got != want {
+			t.Errorf("/sys/devices opened without openat2: calls %+v, want %+v (its file system looked at: a sysfs read is never raw)", got, want)
+		}
 		if _, err := dev.Names("."); err != nil {
 			t.Error(err)
 		}

@@ -1,6 +1,7 @@
 package hostfs
 
 import (
+	"math/bits"
 	"strings"
 	"unsafe"
 
@@ -16,13 +17,14 @@ import (
 //
 // So an fdTree's metadata calls (open, stat, readlink, getdents, close) are made with
 // RawSyscall where its file system answers them from memory or a local disk, never
-// from another machine or process (quickFS): they hold the P for microseconds. A
-// read is always a Go system call: on sysfs it runs the attribute's show routine,
-// and a config read is one configuration cycle per register, which a device in a
-// bad state can stretch to a second (PCIe CRS retries). A name another file system
-// is mounted over is opened the kernfs way with RESOLVE_NO_XDEV, never entered; a
-// stat or readlink of one on a copy does enter it, and holds the P while that file
-// system answers.
+// from another machine or process (quickFS): they hold the P for microseconds, or
+// for a disk read where the copy is not cached. Reads and preads are raw there too,
+// except on sysfs: a sysfs read runs the attribute's show routine, and a config read
+// is one configuration cycle per register, which a device in a bad state can
+// stretch to a second (PCIe CRS retries), so it stays a Go system call. A name
+// another file system is mounted over is opened the kernfs way with RESOLVE_NO_XDEV,
+// never entered; a stat or readlink of one on a copy does enter it, and holds the P
+// while that file system answers.
 
 // quickFS reports whether the file system of statfs type magic answers metadata
 // calls without waiting on another machine or process: sysfs (kernfs, in memory;
@@ -39,9 +41,16 @@ func quickFS(magic int64) bool {
 	return false
 }
 
-// sysCalls makes the metadata calls of one directory's file system, raw when raw
-// is set (see quickFS). Every method retries on EINTR.
-type sysCalls struct{ raw bool }
+// sysCalls makes the calls of one directory's file system: the metadata calls raw
+// when raw is set (see quickFS), reads raw when rawData is. Every method but close
+// retries on EINTR.
+type sysCalls struct{ raw, rawData bool }
+
+// newSysCalls is the sysCalls of a file system of statfs type magic.
+func newSysCalls(magic int64) sysCalls {
+	quick := quickFS(magic)
+	return sysCalls{raw: quick, rawData: quick && magic != unix.SYSFS_MAGIC}
+}
 
 // openat opens name relative to dirfd, never following a final link.
 func (s sysCalls) openat(dirfd int, name string, flags int) (int, error) {
@@ -123,6 +132,27 @@ func (s sysCalls) getdents(fd int, buf []byte) (int, error) {
 	}
 	return retry(func() (int, error) {
 		return result(unix.RawSyscall(unix.SYS_GETDENTS64, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf))))
+	})
+}
+
+// read reads from fd into buf (read(2)).
+func (s sysCalls) read(fd int, buf []byte) (int, error) {
+	if !s.rawData {
+		return retry(func() (int, error) { return unix.Read(fd, buf) })
+	}
+	return retry(func() (int, error) {
+		return result(unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf))))
+	})
+}
+
+// pread reads from fd at offset off into buf (pread64(2)). It is raw only where
+// the offset is one register: 32-bit ABIs split it (x/sys/unix does that).
+func (s sysCalls) pread(fd int, buf []byte, off int64) (int, error) {
+	if !s.rawData || bits.UintSize != 64 {
+		return retry(func() (int, error) { return unix.Pread(fd, buf, off) })
+	}
+	return retry(func() (int, error) {
+		return result(unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf)), uintptr(off), 0, 0))
 	})
 }
 

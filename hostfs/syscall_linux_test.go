@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestSysCallsRawMatchesGo: every metadata call gives the same answer, error
-// included, whether made raw or as a Go system call, on each kind of entry.
+// TestSysCallsRawMatchesGo: every call gives the same answer, error included,
+// whether made raw or as a Go system call, on each kind of entry.
 func TestSysCallsRawMatchesGo(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "file"), []byte("0x10de\n"), 0o640); err != nil {
@@ -51,6 +51,15 @@ func TestSysCallsRawMatchesGo(t *testing.T) {
 				var st unix.Stat_t
 				err = s.fstat(fd, &st)
 				note("fstat "+name, [2]any{st.Mode, st.Size}, err)
+				buf := make([]byte, 4)
+				n, err := s.read(fd, buf)
+				note("read "+name, string(buf[:max(n, 0)]), err)
+				n, err = s.read(fd, buf)
+				note("read again "+name, string(buf[:max(n, 0)]), err)
+				n, err = s.pread(fd, buf, 2)
+				note("pread 2 "+name, string(buf[:max(n, 0)]), err)
+				n, err = s.pread(fd, buf, 1<<40)
+				note("pread past the end "+name, n, err)
 				if err := s.close(fd); err != nil {
 					t.Errorf("close %s: %v", name, err)
 				}
@@ -85,12 +94,23 @@ func TestSysCallsRawMatchesGo(t *testing.T) {
 		got = append(got, listed...)
 		_, err = s.getdents(-1, buf)
 		note("getdents -1", nil, err)
+		_, err = s.read(-1, buf)
+		note("read -1", nil, err)
+		_, err = s.pread(dirfd, buf, 0)
+		note("pread of the directory", nil, err)
 		note("close -1", nil, s.close(-1))
 		return got
 	}
 	want := run(sysCalls{})
-	if diff := cmp.Diff(want, run(sysCalls{raw: true})); diff != "" {
+	if diff := cmp.Diff(want, run(sysCalls{raw: true, rawData: true})); diff != "" {
 		t.Errorf("raw calls differ from Go's (-go +raw):\n%s", diff)
+	}
+	for _, w := range []string{"readlinkat link: ../../devices/x", "openat link: " + errName(unix.ELOOP),
+		"read file: 0x10", "read again file: de\n", "pread 2 file: 10de", "pread past the end file: 0",
+		"read fifo: ", "pread 2 fifo: " + errName(unix.ESPIPE), "read dir: " + errName(unix.EISDIR), "read -1: " + errName(unix.EBADF)} {
+		if !slices.Contains(want, w) {
+			t.Errorf("the Go calls did not give %q: %q", w, want)
+		}
 	}
 	if !slices.Contains(want, "readlinkat link: ../../devices/x") || !slices.Contains(want, "openat link: "+errName(unix.ELOOP)) {
 		t.Errorf("the calls did not see the link as one: %q", want)
@@ -106,29 +126,33 @@ func errName(err error) string {
 	return "not an errno: " + err.Error()
 }
 
-// TestQuickFS: the file systems whose metadata calls are made raw, and some that
-// must never be.
-func TestQuickFS(t *testing.T) {
+// TestNewSysCalls: the file systems whose metadata calls are made raw, those whose
+// reads are raw too (all of them but sysfs, whose reads run device code), and some
+// that must never be.
+func TestNewSysCalls(t *testing.T) {
+	meta, all := sysCalls{raw: true}, sysCalls{raw: true, rawData: true}
 	for _, tc := range []struct {
 		name  string
 		magic int64
-		want  bool
+		want  sysCalls
 	}{
-		{"sysfs", unix.SYSFS_MAGIC, true},
-		{"tmpfs", unix.TMPFS_MAGIC, true},
-		{"ext4", unix.EXT4_SUPER_MAGIC, true},
-		{"xfs", unix.XFS_SUPER_MAGIC, true},
-		{"btrfs", unix.BTRFS_SUPER_MAGIC, true},
-		{"procfs", unix.PROC_SUPER_MAGIC, false},
-		{"nfs", unix.NFS_SUPER_MAGIC, false},
-		{"fuse", unix.FUSE_SUPER_MAGIC, false},
-		{"overlayfs", unix.OVERLAYFS_SUPER_MAGIC, false},
-		{"cifs", unix.CIFS_SUPER_MAGIC, false},
-		{"9p", unix.V9FS_MAGIC, false},
-		{"fstatfs failed", 0, false},
+		{"sysfs", unix.SYSFS_MAGIC, meta},
+		{"tmpfs", unix.TMPFS_MAGIC, all},
+		{"ramfs", unix.RAMFS_MAGIC, all},
+		{"ext4", unix.EXT4_SUPER_MAGIC, all},
+		{"xfs", unix.XFS_SUPER_MAGIC, all},
+		{"btrfs", unix.BTRFS_SUPER_MAGIC, all},
+		{"procfs", unix.PROC_SUPER_MAGIC, sysCalls{}},
+		{"nfs", unix.NFS_SUPER_MAGIC, sysCalls{}},
+		{"fuse", unix.FUSE_SUPER_MAGIC, sysCalls{}},
+		{"overlayfs", unix.OVERLAYFS_SUPER_MAGIC, sysCalls{}},
+		{"cifs", unix.CIFS_SUPER_MAGIC, sysCalls{}},
+		{"9p", unix.V9FS_MAGIC, sysCalls{}},
+		{"debugfs", unix.DEBUGFS_MAGIC, sysCalls{}},
+		{"fstatfs failed", 0, sysCalls{}},
 	} {
-		if got := quickFS(tc.magic); got != tc.want {
-			t.Errorf("quickFS(%s) = %v, want %v", tc.name, got, tc.want)
+		if got := newSysCalls(tc.magic); got != tc.want {
+			t.Errorf("newSysCalls(%s) = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func (t dirTree) sub(name string) (tree, error) {
 // is looked at (fstatfs).
 func newFDTree(top *os.Root, name string, fd int) *fdTree {
 	magic := fsMagic(fd)
-	return &fdTree{top: top, name: name, fd: fd, kernfs: magic == unix.SYSFS_MAGIC, sys: sysCalls{raw: quickFS(magic)}}
+	return &fdTree{top: top, name: name, fd: fd, kernfs: magic == unix.SYSFS_MAGIC, sys: newSysCalls(magic)}
 }
 
 // fdTree is a directory of a dirTree held as a descriptor.
@@ -273,11 +273,9 @@ func (t *fdTree) readFile(name string, buf []byte, toEOF, listed bool) (int, fs.
 	defer t.sys.close(fd)
 	n := 0
 	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
+		m, err := t.sys.read(fd, buf[n:])
 		switch err {
 		case nil:
-		case unix.EINTR:
-			continue
 		case unix.EISDIR: // opened on kernfs without a look (see openRegular)
 			return 0, 0, errIsDir
 		default:
@@ -303,7 +301,7 @@ func (t *fdTree) openReaderAt(name string) (ReaderAtCloser, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	return preadFile(fd), st.Size, nil
+	return preadFile{fd: fd, sys: t.sys}, st.Size, nil
 }
 
 // openRegular opens the single element name for reading if it is a regular file, as
@@ -390,16 +388,17 @@ func (t *fdTree) openReaderAtRoot(name string) (r ReaderAtCloser, size int64, er
 	return r, size, err
 }
 
-// preadFile reads a bare descriptor at offsets with pread(2).
-type preadFile int
+// preadFile reads a bare descriptor at offsets with pread(2), made as its tree's
+// sysCalls make reads.
+type preadFile struct {
+	fd  int
+	sys sysCalls
+}
 
 func (f preadFile) ReadAt(p []byte, off int64) (int, error) {
 	n := 0
 	for n < len(p) {
-		m, err := unix.Pread(int(f), p[n:], off+int64(n))
-		if err == unix.EINTR {
-			continue
-		}
+		m, err := f.sys.pread(f.fd, p[n:], off+int64(n))
 		if err != nil {
 			return n, err
 		}
@@ -411,7 +410,7 @@ func (f preadFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (f preadFile) Close() error { return unix.Close(int(f)) }
+func (f preadFile) Close() error { return f.sys.close(f.fd) }
 
 func (t *fdTree) readFileRoot(name string, buf []byte, toEOF bool) (n int, perm fs.FileMode, err error) {
 	err = t.fallback(func(d dirTree) error {
@@ -539,13 +538,14 @@ func (t *fdTree) sub(name string) (tree, error) {
 	if simple(name) {
 		// Within one mount the child is on the same file system as t; a
 		// directory another one is mounted on is looked at (fstatfs). Without
-		// openat2 nothing is opened the kernfs way, so nothing is looked at.
+		// openat2 a mount cannot be told apart, so every child is looked at for
+		// its calls, and nothing is opened the kernfs way.
 		fd, ok, err := t.sys.openSameMount(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 		switch {
 		case !ok:
 			fd, err = t.sys.openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 			if err == nil {
-				return &fdTree{top: t.top, name: t.name + "/" + name, fd: fd, sys: t.sys}, nil
+				return &fdTree{top: t.top, name: t.name + "/" + name, fd: fd, sys: newSysCalls(fsMagic(fd))}, nil
 			}
 		case errors.Is(err, unix.EXDEV):
 			fd, err = t.sys.openat(t.fd, name, unix.O_RDONLY|unix.O_DIRECTORY)
