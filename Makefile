@@ -170,10 +170,12 @@ bench:
 	$(GO) run ./internal/testtools/fixture/cmd/benchtable
 	$(GO) test -run '^$$' -bench . -benchtime 200ms -count 3 ./gdrcopy/internal/wccopy/
 
-# Whole-process `p2pcheck topo` against `lspci -tv` on the 1,028-function synthetic
-# machine (needs pciutils): medians of interleaved rounds, their ratio and peak RSS.
+# Whole processes on the 1,028-function synthetic machine (needs pciutils): `p2pcheck
+# topo` against `lspci -tv`, the report and --quick against topo, and snapshot -o, in
+# interleaved rounds quiet and beside a busy loop; prints the README's process table
+# with the target each figure is held to.
 bench-topo: build
-	$(GO) run ./internal/testtools/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck
+	$(GO) run ./internal/testtools/fixture/cmd/topobench -p2pcheck $(BIN)/p2pcheck -all -load 0,1 -markdown
 
 # `topo` against `lspci -tv` on a real sysfs: a QEMU (TCG) guest of the P2PDMA test
 # kernel with about a thousand PCI functions (SR-IOV NVMe VFs behind switches); add
