@@ -1,6 +1,7 @@
 // Package rusage measures a command as a whole process for the benchmark tools
-// (hostilebench, scalebench): its exit code, wall and CPU time, peak RSS and the
-// bytes it writes to stdout.
+// (hostilebench, scalebench, topobench): its exit code, wall and CPU time, peak RSS
+// and the bytes it writes to stdout. It also holds the figures those tools and
+// benchtable share: medians, the load average, counts as the README writes them.
 //
 // The command runs below a fresh copy of the calling program, started in launcher
 // mode, which reports its child's getrusage: a Go parent starts children with vfork
@@ -16,7 +17,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -59,15 +62,16 @@ func Serve() {
 }
 
 // Measure runs args (the program first) below a fresh copy of this program, which
-// must call Serve, stops it after timeout, and returns what it took. The command's
-// stdout is counted and dropped, its stderr dropped.
-func Measure(args []string, timeout time.Duration) (Usage, error) {
+// must call Serve, stops it after timeout, and returns what it took. The command
+// runs in this program's environment with env (KEY=VALUE) added; its stdout is
+// counted and dropped, its stderr dropped.
+func Measure(args []string, timeout time.Duration, env ...string) (Usage, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return Usage{}, err
 	}
 	cmd := exec.Command(self, args...)
-	cmd.Env = append(os.Environ(), launchEnv+"="+strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64))
+	cmd.Env = append(append(os.Environ(), env...), launchEnv+"="+strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -85,6 +89,8 @@ func launch(args []string, timeout time.Duration) (Usage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	// The command is not a launcher, even where it is this program too.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, launchEnv+"=") })
 	var out countWriter
 	cmd.Stdout = &out // and stderr is dropped
 	start := time.Now()

@@ -27,12 +27,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/p2pkit/p2pkit/internal/cli"
+	"github.com/p2pkit/p2pkit/internal/testtools/rusage"
 	"github.com/p2pkit/p2pkit/internal/testtools/vmtest"
 )
 
@@ -159,19 +159,13 @@ func report(w io.Writer, cmds []bench, out []byte, took time.Duration) error {
 			return fmt.Errorf("%s: no timed run in the guest's output:\n%s", c.name, out)
 		}
 		fmt.Fprintf(w, "  %-14s wall %6.2f s  CPU %6.2f s (user %5.2f, sys %5.2f)  %s\n",
-			c.name, median(c.wall), median(c.cpu), median(c.user), median(c.sys), sums[i])
+			c.name, rusage.Median(c.wall), rusage.Median(c.cpu), rusage.Median(c.user), rusage.Median(c.sys), sums[i])
 	}
 	last := cmds[len(cmds)-1]
 	for _, c := range cmds[:len(cmds)-1] {
-		fmt.Fprintf(w, "  %s / %s: wall %.2f, CPU %.2f\n", c.name, last.name, median(c.wall)/median(last.wall), median(c.cpu)/median(last.cpu))
+		fmt.Fprintf(w, "  %s / %s: wall %.2f, CPU %.2f\n", c.name, last.name, rusage.Median(c.wall)/rusage.Median(last.wall), rusage.Median(c.cpu)/rusage.Median(last.cpu))
 	}
 	return nil
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // sharedLibraries maps guest paths to host files for the libraries of an ELF
