@@ -9,13 +9,7 @@
 set -u
 d=$(cd "${1:?usage: heap-timing.sh DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-# lspci runs with the C library it was built against: a copy whose ELF interpreter
-# is /tmp/L's (a path as long as /lib64/ld-linux-x86-64.so.2), libraries from /tmp/L.
-rm -rf /tmp/L && cp -r "$d/lib" /tmp/L || exit 1
-python3 -c 'import sys; b = open(sys.argv[1], "rb").read(); a = b"/lib64/ld-linux-x86-64.so.2"
-assert b.count(a) == 1; open(sys.argv[2], "wb").write(b.replace(a, b"/tmp/L/ld-linux-x86-64.so.2"))' "$d/lspci" /tmp/L/lspci || exit 1
-chmod +x /tmp/L/lspci
-[ -e /usr/share/misc/pci.ids ] || { mkdir -p /usr/share/misc && cp "$d/pci.ids" /usr/share/misc/pci.ids; }
+. "$here/carried-lspci.sh"
 [ -d /tmp/large ] || "$d/mkfixture" -o /tmp/large large >/dev/null || exit 1
 [ -d /tmp/small ] || "$d/mkfixture" -o /tmp/small dgx-h100 >/dev/null || exit 1
 B=$d/p2pcheck-base N=$d/p2pcheck-new
