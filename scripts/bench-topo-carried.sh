@@ -7,4 +7,4 @@ set -u
 d=$(cd "${1:?usage: bench-topo-carried.sh DIR [LOADS]}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/carried-lspci.sh"
-"$d/topobench" -p2pcheck "$d/p2pcheck" -lspci /tmp/L/lspci -all -load "${2:-0,1,8}" -markdown
+LD_LIBRARY_PATH=/tmp/L "$d/topobench" -p2pcheck "$d/p2pcheck" -lspci /tmp/L/lspci -all -load "${2:-0,1,8}" -markdown
