@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -319,5 +321,49 @@ func TestRunExample(t *testing.T) {
 	}
 	if runExample(t, &exs[0], nil) {
 		t.Error("runExample changed a block that shows the output")
+	}
+}
+
+// TestDocumentPaths: every file of this repository that README.md or a document
+// under docs/ points to, by a relative link or as a path in a code span, is here,
+// so that moving or renaming one cannot leave a user at a dead reference. bin/
+// and dist/ hold what make builds and are not checked.
+func TestDocumentPaths(t *testing.T) {
+	tops := map[string]bool{}
+	ents, err := os.ReadDir(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && e.Name() != "bin" && e.Name() != "dist" {
+			tops[e.Name()] = true
+		}
+	}
+	docs := []string{"README.md"}
+	err = filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			rel, _ := filepath.Rel(repoRoot, p)
+			docs = append(docs, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, doc := range docs {
+		md, err := os.ReadFile(filepath.Join(repoRoot, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range readmecheck.Paths(md, path.Dir(doc), func(s string) bool { return tops[s] }) {
+			checked++
+			if _, err := os.Stat(filepath.Join(repoRoot, filepath.FromSlash(p))); err != nil {
+				t.Errorf("%s points to %s, which is not in the repository: %v", doc, p, err)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no paths found in README.md and docs/")
 	}
 }
