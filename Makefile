@@ -38,7 +38,7 @@ LDFLAGS   := -X github.com/p2pkit/p2pkit/internal/buildinfo.version=$(VERSION) \
              -X github.com/p2pkit/p2pkit/internal/buildinfo.commit=$(COMMIT)
 QEMU_ARM64 ?= qemu-aarch64-static
 
-.PHONY: all build build-static run test test-unit test-isa test-vm test-arm64 test-deploy fuzz-smoke bench bench-topo bench-topo-live lint clean \
+.PHONY: all build build-static run test test-unit test-isa test-vm test-arm64 test-deploy fuzz-smoke bench bench-topo bench-topo-live bench-copies gdrapi-peer lint clean \
 	release release-check image image-check bench-hostile bench-scale
 
 all: build
@@ -169,6 +169,19 @@ fuzz-smoke:
 bench:
 	$(GO) run ./internal/testtools/fixture/cmd/benchtable
 	$(GO) test -run '^$$' -bench . -benchtime 200ms -count 3 ./gdrcopy/internal/wccopy/
+
+# The libgdrapi peer of gdrbench apiperf --copies, built against a gdrcopy source
+# tree (GDRCOPY_SRC: a clone of https://github.com/NVIDIA/gdrcopy, e.g. at tag v2.6;
+# none is kept here), and the copies timed beside it and beside gdrbench itself
+# (the A/A run), on one CPU, as the README's copies table.
+gdrapi-peer:
+	@test -n "$(GDRCOPY_SRC)" || { echo 'gdrapi-peer: set GDRCOPY_SRC to a gdrcopy source tree (git clone -b v2.6 https://github.com/NVIDIA/gdrcopy)' >&2; exit 2; }
+	@mkdir -p $(BIN)
+	scripts/build-gdrapi-peer.sh $(GDRCOPY_SRC) $(BIN)/gdrapi-peer
+
+bench-copies: build gdrapi-peer
+	taskset -c 1 $(BIN)/gdrbench apiperf --copies --rounds 201 --peer $(BIN)/gdrapi-peer
+	taskset -c 1 $(BIN)/gdrbench apiperf --copies --rounds 201 --peer '$(BIN)/gdrbench apiperf --copies --serve'
 
 # Whole processes on the 1,028-function synthetic machine (needs pciutils): `p2pcheck
 # topo` against `lspci -tv`, the report and --quick against topo, and snapshot -o, in

@@ -57,7 +57,9 @@ writes every byte of both with ordinary stores, front to back (no memset, which
 may stream); copies once untimed; then times iters copies back to back and
 answers their total time. A program that calls
 libgdrapi's gdr_copy_to_mapping and gdr_copy_from_mapping compares gdrcopy
-with libgdrapi; no such program comes with gdrbench. --serve makes gdrbench a
+with libgdrapi: p2pkit's source has one, built against a gdrcopy source tree
+you point to (make gdrapi-peer GDRCOPY_SRC=DIR; make bench-copies runs both
+comparisons). --serve makes gdrbench a
 peer with its own CopyToDevice and CopyFromDevice: --peer "gdrbench apiperf
 --copies --serve" times the same copies on both sides, which shows how far
 apart the method puts two equal implementations on this machine.`,
