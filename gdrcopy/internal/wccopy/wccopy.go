@@ -18,9 +18,22 @@
 //     allow.
 //  3. One 16-byte operation brings the device pointer to 32-byte alignment
 //     and one 32-byte operation to 64; the bulk then moves in the widest
-//     operation the variant has (64, 32 or 16 bytes), with streaming stores
-//     (MOVNTDQ, VMOVNTDQ, MOVDIR64B) or streaming loads (MOVNTDQA,
-//     VMOVNTDQA).
+//     operation the variant has (64, 32 or 16 bytes), with streaming loads
+//     (MOVNTDQA, VMOVNTDQA) from the device. To the device, whole 64-byte
+//     lines go with streaming stores (MOVNTDQ, VMOVNTDQ, MOVDIR64B), as in
+//     libgdrapi, and the 16- and 32-byte operations that fill part of a line
+//     (the alignment steps and what is left after the last whole line) with
+//     plain vector stores (MOVDQU, VMOVDQU), where libgdrapi streams them
+//     too. On the memory types gdrdrv maps, the two are the same store: on
+//     WC memory a streaming store and the region have the same semantics,
+//     and on UC memory the memory type overrides the hint (Intel 64 and
+//     IA-32 Architectures Optimization Reference Manual, "Memory Type and
+//     Non-temporal Stores"; SDM vol. 2, MOVNTDQ). On write-back memory
+//     (a DMA-BUF of host memory, the tests) they differ: a streaming store
+//     of part of a line goes to memory as a partial write, which the
+//     SFENCE that ends the copy then waits for, about 150 ns a copy on the
+//     EPYC machine of the README's copies table against about 1 ns for a
+//     plain store that stays in the cache (scripts/ntstore-sfence.c).
 //  4. A store fence ends every copy to the device: SFENCE, as in libgdrapi
 //     (wc_store_fence). A copy from the device ends with none: libgdrapi
 //     issues SFENCE there, which orders no load, and a load fence would

@@ -14,7 +14,9 @@
 // The device pointer, whose alignment drives the ladder, is DI in the store
 // kernels and SI in the load kernels; the macros call it DEV. The store
 // kernels end with SFENCE and the load kernels with no fence (see
-// "Ordering" in the package comment).
+// "Ordering" in the package comment). The store kernels stream whole 64-byte
+// lines only; a 16- or 32-byte store that fills part of a line is a plain
+// MOVOU or VMOVDQU (see step 3 of the package comment).
 
 #include "textflag.h"
 #include "fault.h"
@@ -163,7 +165,7 @@ TEXT ·storeSSE2(SB), NOSPLIT, $0-32
 	TESTQ	$16, DI
 	JZ	align64
 	MOVOU	(SI), X0
-	MOVNTO	X0, (DI)
+	MOVOU	X0, (DI)
 	ADVANCE(16)
 
 align64:
@@ -173,8 +175,8 @@ align64:
 	JB	last16
 	MOVOU	(SI), X0
 	MOVOU	16(SI), X1
-	MOVNTO	X0, (DI)
-	MOVNTO	X1, 16(DI)
+	MOVOU	X0, (DI)
+	MOVOU	X1, 16(DI)
 	ADVANCE(32)
 
 bulk:
@@ -219,7 +221,7 @@ last16:
 	CMPQ	CX, $16
 	JB	tail
 	MOVOU	(SI), X0
-	MOVNTO	X0, (DI)
+	MOVOU	X0, (DI)
 	ADVANCE(16)
 	JMP	last16
 
@@ -318,7 +320,7 @@ TEXT ·storeAVX2(SB), NOSPLIT, $0-32
 	TESTQ	$16, DI
 	JZ	align64
 	VMOVDQU	(SI), X0
-	VMOVNTDQ	X0, (DI)
+	VMOVDQU	X0, (DI)
 	ADVANCE(16)
 
 align64:
@@ -327,7 +329,7 @@ align64:
 	CMPQ	CX, $32
 	JB	last16
 	VMOVDQU	(SI), Y0
-	VMOVNTDQ	Y0, (DI)
+	VMOVDQU	Y0, (DI)
 	ADVANCE(32)
 
 bulk:
@@ -360,14 +362,14 @@ last32:
 	CMPQ	CX, $32
 	JB	last16
 	VMOVDQU	(SI), Y0
-	VMOVNTDQ	Y0, (DI)
+	VMOVDQU	Y0, (DI)
 	ADVANCE(32)
 
 last16:
 	CMPQ	CX, $16
 	JB	vdone
 	VMOVDQU	(SI), X0
-	VMOVNTDQ	X0, (DI)
+	VMOVDQU	X0, (DI)
 	ADVANCE(16)
 
 vdone:
@@ -469,7 +471,7 @@ TEXT ·storeMOVDIR64B(SB), NOSPLIT, $0-32
 	TESTQ	$16, DI
 	JZ	align64
 	VMOVDQU	(SI), X0
-	VMOVNTDQ	X0, (DI)
+	VMOVDQU	X0, (DI)
 	ADVANCE(16)
 
 align64:
@@ -478,7 +480,7 @@ align64:
 	CMPQ	CX, $32
 	JB	last16
 	VMOVDQU	(SI), Y0
-	VMOVNTDQ	Y0, (DI)
+	VMOVDQU	Y0, (DI)
 	ADVANCE(32)
 
 bulk:
@@ -513,14 +515,14 @@ last32:
 	CMPQ	CX, $32
 	JB	last16
 	VMOVDQU	(SI), Y0
-	VMOVNTDQ	Y0, (DI)
+	VMOVDQU	Y0, (DI)
 	ADVANCE(32)
 
 last16:
 	CMPQ	CX, $16
 	JB	vdone
 	VMOVDQU	(SI), X0
-	VMOVNTDQ	X0, (DI)
+	VMOVDQU	X0, (DI)
 	ADVANCE(16)
 
 vdone:
