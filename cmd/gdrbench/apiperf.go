@@ -52,7 +52,8 @@ output, one line each:
   gdrbench: quit
 
 For each request the peer takes a device-side buffer of size bytes in a shared
-mapping of a memfd, as gdrbench's own is, and a 64-byte aligned host-side one;
+mapping of a memfd, as gdrbench's own is, and a host-side one that begins 64
+bytes past a page boundary;
 writes every byte of both with ordinary stores, front to back (no memset, which
 may stream); copies once untimed; then times iters copies back to back and
 answers their total time. A program that calls

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -249,6 +250,22 @@ func TestServeCopies(t *testing.T) {
 		isErr := strings.HasPrefix(l, "error ")
 		if wantErr := i >= 2; isErr != wantErr {
 			t.Errorf("answer %d to %q: %q", i, strings.Split(in, "\n")[i], l)
+		}
+	}
+}
+
+// TestHostBytes checks that the host buffer of every size begins where the
+// peer protocol says, hostOffset bytes past a page boundary, and is n bytes
+// with no capacity beyond.
+func TestHostBytes(t *testing.T) {
+	page := uintptr(os.Getpagesize())
+	for _, n := range []int{1, 63, 4096, 1 << 20, 16<<20 + 8} {
+		b := hostBytes(n)
+		if len(b) != n || cap(b) != n {
+			t.Errorf("hostBytes(%d): len %d cap %d, want %d", n, len(b), cap(b), n)
+		}
+		if got := uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (page - 1); got != hostOffset {
+			t.Errorf("hostBytes(%d) begins %d bytes past a page boundary, want %d", n, got, hostOffset)
 		}
 	}
 }

@@ -17,7 +17,8 @@
 // type gdr_map gives a BAR1 mapping, which selects the same code path.
 //
 // Each request's buffers are a shared mapping of a memfd (the "device" side,
-// as gdrbench's own is) and a 64-byte aligned host buffer. Both are written
+// as gdrbench's own is) and a host buffer that begins 64 bytes past a page
+// boundary, where gdrbench's own begins (its hostOffset). Both are written
 // with ordinary 8-byte stores, front to back; one copy runs untimed, then
 // iters copies back to back are timed with CLOCK_MONOTONIC, and the copied
 // bytes are compared with their source: a copy that loses a byte answers
@@ -30,7 +31,10 @@
 
 enum { max_line = 512 };
 
+enum { host_offset = 64 }; // where in its page the host buffer begins
+
 static uint8_t *dev, *host; // the buffers, grown to the largest size asked
+static void *host_block;    // the allocation host lies in
 static size_t capacity;
 
 // grow makes both buffers hold at least size bytes.
@@ -41,8 +45,8 @@ static int grow(size_t size) {
 	size_t len = (size + page - 1) / page * page;
 	if (dev != NULL)
 		munmap(dev, capacity);
-	free(host);
-	dev = NULL, host = NULL, capacity = 0;
+	free(host_block);
+	dev = NULL, host = NULL, host_block = NULL, capacity = 0;
 	int fd = memfd_create("gdrapi-peer", MFD_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -55,11 +59,11 @@ static int grow(size_t size) {
 	if (m == MAP_FAILED)
 		return -1;
 	void *h = NULL;
-	if (posix_memalign(&h, 64, len) != 0) {
+	if (posix_memalign(&h, page, len + host_offset) != 0) {
 		munmap(m, len);
 		return -1;
 	}
-	dev = m, host = h, capacity = len;
+	dev = m, host = (uint8_t *)h + host_offset, host_block = h, capacity = len;
 	return 0;
 }
 
