@@ -26,9 +26,10 @@ import (
 // For each request the peer takes a device-side buffer of size bytes in a
 // shared mapping of a memfd and a host-side one that begins hostOffset
 // bytes past a page boundary, writes every byte of both with ordinary
-// stores, copies once untimed, and then times iters copies back to back (to: host to device side; from: device
-// side to host) and answers the elapsed time of the iters in nanoseconds
-// (apiperf's help says the same for users).
+// stores, copies once untimed, and then times iters copies back to back
+// (to: host to device side; from: device side to host) and answers the
+// elapsed time of the iters in nanoseconds (apiperf's help says the same
+// for users).
 const (
 	peerGreeting = "gdrbench-peer 1 "
 	peerMaxLine  = 512

@@ -26,10 +26,13 @@ var benchSizes = []struct {
 // cheap.
 func benchBuffers(n int) (dst, src []byte) {
 	dst, src = aligned(n), aligned(n)
-	copy(dst, bytes.Repeat([]byte{0x5a}, n))
-	copy(src, bytes.Repeat([]byte{0xa5}, n))
+	write(dst, 0x5a)
+	write(src, 0xa5)
 	return dst, src
 }
+
+// write sets every byte of p to v.
+func write(p []byte, v byte) { copy(p, bytes.Repeat([]byte{v}, len(p))) }
 
 // BenchmarkCopy measures Go's copy, the anchor the kernels are compared
 // with on ordinary write-back memory.

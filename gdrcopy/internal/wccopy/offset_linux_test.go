@@ -29,8 +29,8 @@ func BenchmarkPageOffset(b *testing.B) {
 			host := raw[base+off : base+off+n]
 			for _, dir := range []string{"to", "from"} {
 				b.Run(fmt.Sprintf("%s/%d/offset%d", dir, n, off), func(b *testing.B) {
-					fill(dev, 0x5a)
-					fill(host, 0xa5)
+					write(dev, 0x5a)
+					write(host, 0xa5)
 					b.SetBytes(int64(n))
 					for b.Loop() {
 						if dir == "to" {
@@ -42,12 +42,5 @@ func BenchmarkPageOffset(b *testing.B) {
 				})
 			}
 		}
-	}
-}
-
-// fill writes every byte of p with v, with ordinary stores.
-func fill(p []byte, v byte) {
-	for i := range p {
-		p[i] = v
 	}
 }
