@@ -5,7 +5,8 @@
 #   make release VERSION=vX.Y.Z   the release artefacts in dist/ (see README "Releases")
 #
 # Variables: GO (the go command), ARGS (extra p2pcheck arguments for `make run`),
-# VERSION (the release), IMAGE (the image repository), PCI_IDS (the pci.ids the image ships).
+# VERSION (the release), IMAGE (the image repository), PCI_IDS (the pci.ids the image ships),
+# COPIES_CPU (the CPU make bench-copies times on).
 
 SHELL     := /bin/bash
 GO        ?= go
@@ -173,15 +174,17 @@ bench:
 # The libgdrapi peer of gdrbench apiperf --copies, built against a gdrcopy source
 # tree (GDRCOPY_SRC: a clone of https://github.com/NVIDIA/gdrcopy, e.g. at tag v2.6;
 # none is kept here), and the copies timed beside it and beside gdrbench itself
-# (the A/A run), on one CPU, as the README's copies table.
+# (the A/A run), every side's on CPU COPIES_CPU (--cpu: the timing threads only, so
+# that the Go runtime's other threads do not share it), as the README's copies table.
 gdrapi-peer:
 	@test -n "$(GDRCOPY_SRC)" || { echo 'gdrapi-peer: set GDRCOPY_SRC to a gdrcopy source tree (git clone -b v2.6 https://github.com/NVIDIA/gdrcopy)' >&2; exit 2; }
 	@mkdir -p $(BIN)
 	scripts/build-gdrapi-peer.sh $(GDRCOPY_SRC) $(BIN)/gdrapi-peer
 
+COPIES_CPU ?= 1
 bench-copies: build gdrapi-peer
-	taskset -c 1 $(BIN)/gdrbench apiperf --copies --rounds 201 --peer $(BIN)/gdrapi-peer
-	taskset -c 1 $(BIN)/gdrbench apiperf --copies --rounds 201 --peer '$(BIN)/gdrbench apiperf --copies --serve'
+	$(BIN)/gdrbench apiperf --copies --cpu $(COPIES_CPU) --rounds 201 --peer $(BIN)/gdrapi-peer
+	$(BIN)/gdrbench apiperf --copies --cpu $(COPIES_CPU) --rounds 201 --peer '$(BIN)/gdrbench apiperf --copies --serve'
 
 # Whole processes on the 1,028-function synthetic machine (needs pciutils): `p2pcheck
 # topo` against `lspci -tv`, the report and --quick against topo, and snapshot -o, in

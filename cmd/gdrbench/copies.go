@@ -28,6 +28,7 @@ type copiesInfo struct {
 	Rounds  int     `json:"rounds"`
 	BatchUS float64 `json:"batch_us"`
 	Peer    string  `json:"peer,omitempty"`
+	CPU     *int    `json:"cpu,omitempty"` // --cpu
 }
 
 // copyRow is one direction and size of apiperf --copies: the medians and
@@ -69,6 +70,10 @@ type copyCase struct {
 // runCopies is apiperf --copies: CopyToDevice and CopyFromDevice, the bare
 // kernels, and the peer's copies if there is one, in interleaved rounds.
 func (ao *apiPerfOptions) runCopies(o *globalOptions) (err error) {
+	notes, err := ao.checkCopiesCPU(o)
+	if err != nil {
+		return err
+	}
 	d, m, err := openHostMapping(ao.size)
 	if err != nil {
 		return failError(err)
@@ -79,6 +84,14 @@ func (ao *apiPerfOptions) runCopies(o *globalOptions) (err error) {
 		return failError(err)
 	}
 	defer func() { err = errors.Join(err, stop()) }()
+	if ao.cpu >= 0 {
+		// After the peer started, which must not inherit the pinning.
+		unpin, perr := pinThread(ao.cpu)
+		if perr != nil {
+			return failError(perr)
+		}
+		defer func() { err = errors.Join(err, unpin()) }()
+	}
 	cases, err := calibrate(sides[0], copySizes(ao.size))
 	if err != nil {
 		return failError(err)
@@ -86,7 +99,7 @@ func (ao *apiPerfOptions) runCopies(o *globalOptions) (err error) {
 	if err := measureRounds(sides, cases, ao.rounds); err != nil {
 		return failError(err)
 	}
-	rep := &report{Tool: "apiperf", Device: o.device, Copies: info}
+	rep := &report{Tool: "apiperf", Device: o.device, Copies: info, Notes: notes}
 	rows := make([]copyRow, len(cases))
 	for i, c := range cases {
 		rows[i] = c.row()
@@ -98,16 +111,42 @@ func (ao *apiPerfOptions) runCopies(o *globalOptions) (err error) {
 	return writeCopiesText(o, info, rows)
 }
 
+// checkCopiesCPU checks --cpu against the CPUs this process may run on and
+// returns a note, printed to standard error in text output, where they are
+// one: then the Go runtime's threads run on the CPU the copies are timed on.
+func (ao *apiPerfOptions) checkCopiesCPU(o *globalOptions) ([]string, error) {
+	cpus, err := checkCPU(ao.cpu)
+	switch {
+	case err != nil && ao.cpu < 0: // no note, then
+		return nil, nil
+	case err != nil && cpus != nil:
+		return nil, usageError("--cpu: %v", err)
+	case err != nil:
+		return nil, failError(fmt.Errorf("--cpu: %w", err))
+	case len(cpus) > 1:
+		return nil, nil
+	}
+	msg := fmt.Sprintf("this process may run on CPU %d only, so the Go runtime's own threads share it with the timed copies "+
+		"and interrupt them; --cpu N on a process with more CPUs pins only the timing thread (apiperf --help)", cpus[0])
+	if o.format == "text" {
+		fmt.Fprintln(o.stderr, "gdrbench:", msg)
+	}
+	return []string{msg}, nil
+}
+
 // copySides returns the sides to time: the API on m, its kernels, and the
 // peer if ao names one, whose stop function ends it.
 func (ao *apiPerfOptions) copySides(o *globalOptions, m *gdrcopy.Mapping) ([]copySide, *copiesInfo, func() error, error) {
 	api, kernel := ownSides(m, ao.size)
 	info := &copiesInfo{Memory: copiesMemory, Rounds: ao.rounds, BatchUS: us(copyBatch)}
+	if ao.cpu >= 0 {
+		info.CPU = &ao.cpu
+	}
 	sides := []copySide{api, kernel}
 	if ao.peer == "" {
 		return sides, info, func() error { return nil }, nil
 	}
-	p, err := startPeer(ao.peer, o.stderr)
+	p, err := startPeer(ao.peer, ao.cpu, o.stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -145,7 +184,8 @@ func ownSides(m *gdrcopy.Mapping, max int) (api, kernel copySide) {
 
 // serveCopies is apiperf --copies --serve: the peer's side of the protocol
 // on in and o.stdout, with this gdrbench's CopyToDevice and CopyFromDevice
-// on copies of up to -s bytes. With it gdrbench is its own peer, which
+// on copies of up to -s bytes, timed on the CPU that cpuEnv names if it is
+// set (on one thread: the rest of the runtime's stay unpinned). With it gdrbench is its own peer, which
 // shows how far apart two runs of the same copies come out.
 func (ao *apiPerfOptions) serveCopies(o *globalOptions, in io.Reader) (err error) {
 	d, m, err := openHostMapping(ao.size)
@@ -154,7 +194,25 @@ func (ao *apiPerfOptions) serveCopies(o *globalOptions, in io.Reader) (err error
 	}
 	defer func() { err = errors.Join(err, d.Close()) }()
 	api, _ := ownSides(m, ao.size)
-	fmt.Fprintf(o.stdout, "%s%s CopyToDevice/CopyFromDevice\n", peerGreeting, versionLine())
+	cpu, err := envCPU()
+	if err == nil && cpu >= 0 {
+		if _, cerr := checkCPU(cpu); cerr != nil {
+			err = fmt.Errorf("%s: %w", cpuEnv, cerr)
+		}
+	}
+	if err != nil {
+		return failError(err)
+	}
+	where := ""
+	if cpu >= 0 {
+		unpin, perr := pinThread(cpu)
+		if perr != nil {
+			return failError(perr)
+		}
+		defer func() { err = errors.Join(err, unpin()) }()
+		where = fmt.Sprintf(" on CPU %d", cpu)
+	}
+	fmt.Fprintf(o.stdout, "%s%s CopyToDevice/CopyFromDevice%s\n", peerGreeting, versionLine(), where)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		if sc.Text() == "quit" {
@@ -338,6 +396,9 @@ func writeCopiesText(o *globalOptions, info *copiesInfo, rows []copyRow) error {
 	fmt.Fprintf(w, "%d rounds; in each, every test runs a batch of about %v on each side in turn; "+
 		"time per copy: median and minimum over the rounds; ratios: median, minimum and maximum of the rounds'\n",
 		info.Rounds, copyBatch)
+	if info.CPU != nil {
+		fmt.Fprintf(w, "gdrbench's copies on CPU %d (--cpu), its other threads elsewhere\n", *info.CPU)
+	}
 	if info.Peer != "" {
 		fmt.Fprintf(w, "peer: %s\n", info.Peer)
 	}

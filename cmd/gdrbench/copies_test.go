@@ -37,7 +37,8 @@ func TestMain(m *testing.M) {
 
 // fakePeer speaks the peer protocol. Mode "ok" answers 10 ns a copy,
 // "greeting" sends a wrong greeting, "error" refuses every request,
-// "nonsense" answers what is not a number, "silent" never answers.
+// "nonsense" answers what is not a number, "silent" never answers, "cpu"
+// answers as "ok" does and names the CPU cpuEnv gave it in its greeting.
 func fakePeer(mode string) int {
 	switch mode {
 	case "greeting":
@@ -48,7 +49,11 @@ func fakePeer(mode string) int {
 		time.Sleep(time.Minute)
 		return 0
 	}
-	fmt.Println("gdrbench-peer 1 fake peer")
+	if mode == "cpu" {
+		fmt.Printf("gdrbench-peer 1 fake peer %s=%q\n", cpuEnv, os.Getenv(cpuEnv))
+	} else {
+		fmt.Println("gdrbench-peer 1 fake peer")
+	}
 	var log *os.File
 	if name := os.Getenv(fakePeerLogEnv); name != "" {
 		f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -266,6 +271,93 @@ func TestHostBytes(t *testing.T) {
 		}
 		if got := uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (page - 1); got != hostOffset {
 			t.Errorf("hostBytes(%d) begins %d bytes past a page boundary, want %d", n, got, hostOffset)
+		}
+	}
+}
+
+// TestCopiesCPU checks that --cpu is recorded in the report and handed to
+// the peer in cpuEnv, and that without it the peer gets no cpuEnv, even
+// one gdrbench itself was started with.
+func TestCopiesCPU(t *testing.T) {
+	cpus, err := allowedCPUs()
+	if err != nil {
+		t.Skip(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(fakePeerEnv, "cpu")
+	t.Setenv(cpuEnv, "12345") // not for the peer: only --cpu is
+	cpu := cpus[len(cpus)-1]
+	for _, tt := range []struct {
+		args     []string
+		cpu      *int
+		peerSays string
+	}{
+		{[]string{"--cpu", fmt.Sprint(cpu)}, &cpu, fmt.Sprintf("fake peer %s=%q", cpuEnv, fmt.Sprint(cpu))},
+		{nil, nil, fmt.Sprintf("fake peer %s=%q", cpuEnv, "")},
+	} {
+		args := append([]string{"--format", "json", "apiperf", "--copies", "-s", "8", "--rounds", "1", "--peer", self}, tt.args...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d; stderr:\n%s", tt.args, code, stderr)
+		}
+		if err := validator(t)([]byte(stdout)); err != nil {
+			t.Errorf("%v: output does not match schema/gdrbench.v1.json: %v\n%s", tt.args, err, stdout)
+		}
+		var rep copiesReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&copiesInfo{Memory: copiesMemory, Rounds: 1, BatchUS: us(copyBatch), Peer: tt.peerSays, CPU: tt.cpu}, rep.Copies); diff != "" {
+			t.Errorf("%v: copies (-want +got):\n%s", tt.args, diff)
+		}
+	}
+}
+
+// TestServeCopiesCPU checks that --serve times on the CPU cpuEnv names and
+// says so in its greeting, and refuses a cpuEnv that names no CPU it may
+// run on.
+func TestServeCopiesCPU(t *testing.T) {
+	cpus, err := allowedCPUs()
+	if err != nil {
+		t.Skip(err)
+	}
+	cpu := cpus[len(cpus)-1]
+	t.Setenv(cpuEnv, fmt.Sprint(cpu))
+	var out strings.Builder
+	o := &globalOptions{stdout: &out, stderr: &out}
+	ao := &apiPerfOptions{size: 8, cpu: -1}
+	if err := ao.serveCopies(o, strings.NewReader("to 8 1\nquit\n")); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], fmt.Sprintf(" on CPU %d", cpu)) || strings.HasPrefix(lines[1], "error") {
+		t.Errorf("answers:\n%s", out.String())
+	}
+	for _, bad := range []string{"x", "-1", "1048576"} {
+		t.Setenv(cpuEnv, bad)
+		out.Reset()
+		err := ao.serveCopies(o, strings.NewReader("quit\n"))
+		if err == nil || !strings.Contains(err.Error(), cpuEnv) || out.Len() != 0 {
+			t.Errorf("%s=%s: err %v, output %q; want an error naming %s and no greeting", cpuEnv, bad, err, out.String(), cpuEnv)
+		}
+	}
+}
+
+func TestCPUList(t *testing.T) {
+	for _, tt := range []struct {
+		cpus []int
+		want string
+	}{
+		{nil, ""},
+		{[]int{3}, "3"},
+		{[]int{0, 1}, "0-1"},
+		{[]int{0, 1, 2, 3, 8, 10, 11}, "0-3,8,10-11"},
+	} {
+		if got := cpuList(tt.cpus); got != tt.want {
+			t.Errorf("cpuList(%v) = %q, want %q", tt.cpus, got, tt.want)
 		}
 	}
 }

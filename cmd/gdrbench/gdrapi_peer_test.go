@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,5 +75,32 @@ func TestGdrapiPeer(t *testing.T) {
 	}
 	if strings.HasPrefix(lines[5], "error") {
 		t.Errorf("answer to a good request = %q, want a time", lines[5])
+	}
+	checkPeerCPU(t, peer)
+}
+
+// checkPeerCPU checks that the peer runs on the CPU cpuEnv names, as its
+// greeting says, and refuses a cpuEnv that names no CPU it may run on.
+func checkPeerCPU(t *testing.T, peer string) {
+	cpus, err := allowedCPUs()
+	if err != nil {
+		t.Skip(err)
+	}
+	cpu := cpus[len(cpus)-1]
+	cmd := exec.Command(peer)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", cpuEnv, cpu))
+	cmd.Stdin = strings.NewReader("quit\n")
+	out, err := cmd.Output()
+	if want := fmt.Sprintf(" on CPU %d\n", cpu); err != nil || !strings.HasSuffix(string(out), want) {
+		t.Errorf("peer with %s=%d: %v, greeting %q; want it to end %q", cpuEnv, cpu, err, out, want)
+	}
+	for _, bad := range []string{"x", "-1", " 1", "1048576"} {
+		cmd := exec.Command(peer)
+		cmd.Env = append(os.Environ(), cpuEnv+"="+bad)
+		cmd.Stdin = strings.NewReader("quit\n")
+		out, err := cmd.Output()
+		if err == nil || len(out) != 0 {
+			t.Errorf("peer with %s=%q: %v, output %q; want a failure before the greeting", cpuEnv, bad, err, out)
+		}
 	}
 }

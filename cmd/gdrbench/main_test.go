@@ -40,6 +40,10 @@ func TestUsageErrors(t *testing.T) {
 		{"apiperf", "--copies", "-s", "0"},
 		{"apiperf", "--serve"},
 		{"apiperf", "--copies", "--serve", "--peer", "x"},
+		{"apiperf", "--cpu", "0"},
+		{"apiperf", "--copies", "--cpu", "-2"},
+		{"apiperf", "--copies", "--cpu", "1048576"},
+		{"apiperf", "--copies", "--serve", "--cpu", "0"},
 		{"sanity", "-t", "no_such_test"},
 		{"sanity", "--bogus"},
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,8 +29,9 @@ import (
 // bytes past a page boundary, writes every byte of both with ordinary
 // stores, copies once untimed, and then times iters copies back to back
 // (to: host to device side; from: device side to host) and answers the
-// elapsed time of the iters in nanoseconds (apiperf's help says the same
-// for users).
+// elapsed time of the iters in nanoseconds. Started with cpuEnv=N in its
+// environment, the peer times its copies on CPU N only and ends its
+// greeting with "on CPU N" (apiperf's help says the same for users).
 const (
 	peerGreeting = "gdrbench-peer 1 "
 	peerMaxLine  = 512
@@ -56,14 +58,19 @@ type peerLine struct {
 }
 
 // startPeer starts command, a program and its arguments split at spaces,
-// and reads its greeting.
-func startPeer(command string, stderr io.Writer) (*peer, error) {
+// with cpuEnv naming cpu in its environment (none where cpu is -1), and
+// reads its greeting.
+func startPeer(command string, cpu int, stderr io.Writer) (*peer, error) {
 	args := strings.Fields(command)
 	if len(args) == 0 {
 		return nil, errors.New("peer: no command")
 	}
 	path := args[0]
 	cmd := exec.Command(path, args[1:]...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, cpuEnv+"=") })
+	if cpu >= 0 {
+		cmd.Env = append(cmd.Env, cpuEnv+"="+strconv.Itoa(cpu))
+	}
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -22,11 +22,14 @@
 // with ordinary 8-byte stores, front to back; one copy runs untimed, then
 // iters copies back to back are timed with CLOCK_MONOTONIC, and the copied
 // bytes are compared with their source: a copy that loses a byte answers
-// "error", not a time.
+// "error", not a time. With GDRBENCH_CPU=N in its environment (gdrbench
+// --cpu N sets it) the peer runs on CPU N only, and its greeting says so.
 #define _GNU_SOURCE
 #include "gdrapi.c"
 
+#include <ctype.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 enum { max_line = 512 };
@@ -88,7 +91,34 @@ static int64_t now_ns(void) {
 
 static const char *name(const char *s) { return s != NULL ? s : "-"; }
 
+// pin runs the process on the CPU that GDRBENCH_CPU names, if it is set and
+// not empty, and returns that CPU; -1 where it is unset, -2 on an error,
+// which it prints to standard error.
+static int pin(void) {
+	const char *v = getenv("GDRBENCH_CPU");
+	if (v == NULL || *v == '\0')
+		return -1;
+	char *end;
+	errno = 0;
+	long cpu = strtol(v, &end, 10);
+	if (!isdigit((unsigned char)*v) || errno != 0 || *end != '\0' || cpu >= CPU_SETSIZE) {
+		fprintf(stderr, "gdrapi-peer: GDRBENCH_CPU=%s is not a CPU number\n", v);
+		return -2;
+	}
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET((int)cpu, &set);
+	if (sched_setaffinity(0, sizeof set, &set) != 0) {
+		fprintf(stderr, "gdrapi-peer: run on CPU %ld: sched_setaffinity: %s\n", cpu, strerror(errno));
+		return -2;
+	}
+	return (int)cpu;
+}
+
 int main(void) {
+	int cpu = pin();
+	if (cpu == -2)
+		return 1;
 	gdr_init_cpu_flags();
 	gdr_memh_t mh = {.mapping_type = GDR_MAPPING_TYPE_WC};
 	gdr_mh_t handle = from_memh(&mh);
@@ -99,11 +129,14 @@ int main(void) {
 #elif defined(__GNUC__)
 	       "gcc "
 #endif
-	       "%s\n",
+	       "%s",
 	       GDR_API_MAJOR_VERSION, GDR_API_MINOR_VERSION,
 	       name(memcpy_uncached_store_16B_name), name(memcpy_uncached_store_32B_name),
 	       name(memcpy_uncached_store_64B_name), name(memcpy_uncached_load_16B_name),
 	       name(memcpy_uncached_load_32B_name), name(memcpy_uncached_load_64B_name), __VERSION__);
+	if (cpu >= 0)
+		printf(" on CPU %d", cpu);
+	printf("\n");
 	fflush(stdout);
 
 	char line[max_line];
